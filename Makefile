@@ -1,0 +1,42 @@
+# Two set-up commands for a fresh machine with Python 3.11+: `make chat` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: chat test run check lint format clean
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Unhooked needs Python 3.11 or newer; set PYTHON=python3.11 (or newer) and try again")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.runtime: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@ $(VENV)/.runtime
+
+chat: $(VENV)/.runtime  ## talk to the bot in this terminal
+	$(BIN)/python -m bot chat
+
+run: $(VENV)/.runtime  ## run the Telegram bot (needs TELEGRAM_BOT_TOKEN)
+	$(BIN)/python -m bot run
+
+check: $(VENV)/.runtime  ## check the content files
+	$(BIN)/python -m bot check
+
+lint: $(VENV)/.dev  ## ruff lint and format check
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(VENV)/.dev  ## apply ruff's fixes and formatting
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+test: lint  ## lint, then the whole test suite
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache dist build
