@@ -1,0 +1,98 @@
+"""Settings from environment variables, checked once at start with a sentence that says what to set."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.errors import ConfigError
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+MIN_SECRET_CHARS = 16
+
+
+def default_content_dir() -> Path:
+    """The shipped content: inside the installed wheel, or the checkout this package runs from."""
+    bundled = PACKAGE_DIR / "_content"
+    return bundled if bundled.is_dir() else PACKAGE_DIR.parent
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, e.g. {name}={default}; it is {raw!r}") from None
+    if value <= 0:
+        raise ConfigError(f"{name} must be greater than zero, e.g. {name}={default}; it is {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the core needs to run, whatever the adapter."""
+
+    db_path: Path
+    """The SQLite file (``UNHOOKED_DB``); its folder also holds the generated secret."""
+    content_dir: Path
+    """The folder holding ``intents/``, ``responses/`` and ``source/`` (``UNHOOKED_CONTENT_DIR``)."""
+    secret: str | None = None
+    """The key for hashing user ids (``UNHOOKED_SECRET``); generated into the data folder if unset."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Read and check the settings; raise ``ConfigError`` with what to set."""
+        env = os.environ if env is None else env
+        db_path = Path(env.get("UNHOOKED_DB", "").strip() or "data/unhooked.sqlite3")
+        content_dir = Path(env.get("UNHOOKED_CONTENT_DIR", "").strip() or default_content_dir())
+        if not content_dir.is_dir():
+            raise ConfigError(
+                f"UNHOOKED_CONTENT_DIR points to {str(content_dir)!r}, which is not a folder; "
+                "set it to the folder that holds intents/ and responses/, or unset it to use the shipped content"
+            )
+        secret = env.get("UNHOOKED_SECRET", "").strip() or None
+        if secret is not None and len(secret) < MIN_SECRET_CHARS:
+            raise ConfigError(
+                f"UNHOOKED_SECRET is {len(secret)} characters long; set it to at least {MIN_SECRET_CHARS} random "
+                "characters (e.g. the output of `python -c 'import secrets; print(secrets.token_hex(32))'`), "
+                "or unset it to have one generated in the data folder"
+            )
+        return cls(db_path=db_path, content_dir=content_dir, secret=secret)
+
+    def with_db(self, db_path: Path | None) -> Settings:
+        """The same settings with another database file (a ``--db`` option)."""
+        if db_path is None:
+            return self
+        return Settings(db_path=db_path, content_dir=self.content_dir, secret=self.secret)
+
+    def secret_key(self) -> bytes:
+        """The hashing key: ``UNHOOKED_SECRET``, or a key kept in ``secret.key`` beside the database."""
+        if self.secret is not None:
+            return self.secret.encode()
+        path = self.db_path.parent / "secret.key"
+        try:
+            return path.read_bytes().strip()
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            raise ConfigError(
+                f"cannot read {path}: {error.strerror}; set UNHOOKED_SECRET or fix the file's permissions"
+            ) from None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return path.read_bytes().strip()
+        except OSError as error:
+            raise ConfigError(
+                f"cannot create {path}: {error.strerror}; set UNHOOKED_SECRET or UNHOOKED_DB to a writable place"
+            ) from None
+        key = secrets.token_hex(32).encode()
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(key + b"\n")
+        return key

@@ -1,0 +1,380 @@
+"""Load the intent and response YAML into a Catalog, reporting every problem with its file and line."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bot.errors import ContentError
+from bot.matcher import IntentPhrases
+from bot.models import Example, Intent, Passage, Problem
+
+MAX_FILE_BYTES = 1_000_000
+"""A content file larger than this is refused before parsing."""
+
+ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
+PASSAGE_ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
+ACTIONS = ("answer", "continue")
+
+INTENT_FIELDS = ("id", "title", "menu", "action", "examples", "keywords", "responses")
+PASSAGE_FIELDS = ("id", "text", "section", "source", "follow_ups")
+
+
+class _Map(dict):
+    """A YAML mapping that remembers the line of itself and of each key."""
+
+    line: int = 1
+    lines: dict[Any, int]
+
+
+class _Seq(list):
+    """A YAML sequence that remembers the line of itself and of each item."""
+
+    line: int = 1
+    lines: list[int]
+
+
+class _Loader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that records line numbers and refuses aliases and duplicate keys."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, "anchors and aliases (&name, *name) are not allowed in content files", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
+def _construct_map(loader: _Loader, node: yaml.MappingNode) -> _Map:
+    loader.flatten_mapping(node)
+    data = _Map()
+    data.line = node.start_mark.line + 1
+    data.lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if not isinstance(key, str | int | float | bool) and key is not None:
+            raise yaml.constructor.ConstructorError(None, None, "a key must be plain text", key_node.start_mark)
+        if key in data:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"the key {key!r} appears twice in this mapping", key_node.start_mark
+            )
+        data[key] = loader.construct_object(value_node, deep=True)
+        data.lines[key] = key_node.start_mark.line + 1
+    return data
+
+
+def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> _Seq:
+    data = _Seq(loader.construct_object(child, deep=True) for child in node.value)
+    data.line = node.start_mark.line + 1
+    data.lines = [child.start_mark.line + 1 for child in node.value]
+    return data
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+
+
+def read_yaml(path: Path) -> tuple[Any, list[Problem]]:
+    """Parse one YAML file safely; return its data (or ``None``) and any problems."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return None, [
+                Problem(path, 1, "error", f"the file is {size} bytes; content files must stay under {MAX_FILE_BYTES}")
+            ]
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        return None, [Problem(path, 1, "error", f"the file is not UTF-8 text ({error.reason}); save it as UTF-8")]
+    except OSError as error:
+        return None, [Problem(path, 1, "error", f"the file cannot be read: {error.strerror or error}")]
+    try:
+        return yaml.load(text, Loader=_Loader), []  # noqa: S506 - _Loader is a SafeLoader
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line = mark.line + 1 if mark else 1
+        reason = error.problem or error.context or "the YAML is malformed"
+        if error.context and error.context_mark and error.problem:
+            reason += f" ({error.context} that starts on line {error.context_mark.line + 1})"
+        hint = (
+            "" if "alias" in reason or "twice" in reason else "; check the indentation, colons and quotes on this line"
+        )
+        return None, [Problem(path, line, "error", f"this is not valid content YAML: {reason}{hint}")]
+    except yaml.YAMLError as error:
+        return None, [Problem(path, 1, "error", f"this is not valid YAML: {error}")]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every intent and passage, checked and cross-referenced; the engine's read-only content."""
+
+    root: Path
+    intents: Mapping[str, Intent]
+    passages: Mapping[str, Passage]
+    article_title: str
+
+    def phrases(self) -> list[IntentPhrases]:
+        """What the matcher needs: each intent's examples and keywords."""
+        return [
+            IntentPhrases(intent.id, tuple(example.text for example in intent.examples), intent.keywords)
+            for intent in self.intents.values()
+        ]
+
+    def menu(self) -> list[Intent]:
+        """The intents offered as topics, in file order."""
+        return [intent for intent in self.intents.values() if intent.menu and intent.title]
+
+
+@dataclass
+class _Reader:
+    """Collects problems while turning raw YAML data into typed content."""
+
+    problems: list[Problem] = field(default_factory=list)
+
+    def error(self, path: Path, line: int, message: str) -> None:
+        self.problems.append(Problem(path, line, "error", message))
+
+    def fields(self, data: _Map, path: Path, allowed: tuple[str, ...], what: str) -> None:
+        for key in data:
+            if key not in allowed:
+                self.error(
+                    path,
+                    data.lines[key],
+                    f"unknown field {key!r} in {what}; the fields allowed are: {', '.join(allowed)}",
+                )
+
+    def text(self, data: _Map, key: str, path: Path, *, required: bool) -> str | None:
+        value = data.get(key)
+        if value is None:
+            if key in data:
+                self.error(path, data.lines[key], f"{key!r} is empty; write its value after the colon")
+            elif required:
+                self.error(path, data.line, f"{key!r} is missing; add `{key}: ...` to this entry")
+            return None
+        if not isinstance(value, str) or not value.strip():
+            self.error(path, data.lines[key], f"{key!r} must be non-empty text")
+            return None
+        return value.strip()
+
+    def text_list(self, data: _Map, key: str, path: Path, *, required: bool) -> list[tuple[str, int]]:
+        value = data.get(key)
+        if value is None:
+            if key in data:
+                self.error(
+                    path, data.lines[key], f"{key!r} is empty; add entries under it, one per line starting with '- '"
+                )
+            elif required:
+                self.error(path, data.line, f"{key!r} is missing; add a list of entries under `{key}:`")
+            return []
+        if not isinstance(value, _Seq):
+            self.error(path, data.lines[key], f"{key!r} must be a list, one entry per line starting with '- '")
+            return []
+        items = []
+        for item, line in zip(value, value.lines, strict=True):
+            if not isinstance(item, str) or not item.strip():
+                self.error(
+                    path,
+                    line,
+                    f"each entry of {key!r} must be non-empty text; quote it if it starts with a special character",
+                )
+            else:
+                items.append((item.strip(), line))
+        if required and not items and isinstance(value, _Seq) and not value:
+            self.error(path, data.lines[key], f"{key!r} is empty; add at least one entry")
+        return items
+
+    def identifier(self, data: _Map, path: Path, pattern: re.Pattern[str], what: str) -> str | None:
+        value = self.text(data, "id", path, required=True)
+        if value is not None and not pattern.match(value):
+            self.error(
+                path, data.lines["id"], f"the id {value!r} must use lowercase letters, digits and underscores{what}"
+            )
+            return None
+        return value
+
+    def intent(self, data: Any, path: Path) -> Intent | None:
+        if not isinstance(data, _Map):
+            self.error(path, 1, "an intent file must be a mapping with `id:`, `examples:` and `responses:`")
+            return None
+        self.fields(data, path, INTENT_FIELDS, "an intent")
+        intent_id = self.identifier(data, path, ID_PATTERN, "")
+        title = self.text(data, "title", path, required=False)
+        menu = data.get("menu", False)
+        if not isinstance(menu, bool):
+            self.error(path, data.lines["menu"], "'menu' must be true or false")
+            menu = False
+        if menu and title is None:
+            self.error(path, data.lines["menu"], "an intent listed in the menu needs a `title:` to show on its button")
+        action = data.get("action", "answer")
+        if action not in ACTIONS:
+            self.error(path, data.lines.get("action", data.line), f"'action' must be one of: {', '.join(ACTIONS)}")
+            action = "answer"
+        examples = self.text_list(data, "examples", path, required=True)
+        keywords = self.text_list(data, "keywords", path, required=False)
+        responses = self.text_list(data, "responses", path, required=action == "answer")
+        if intent_id is None:
+            return None
+        return Intent(
+            id=intent_id,
+            examples=tuple(Example(text, line) for text, line in examples),
+            responses=tuple(text for text, _ in responses),
+            keywords=tuple(text for text, _ in keywords),
+            title=title,
+            menu=menu,
+            action=action,
+            path=path,
+            line=data.line,
+        )
+
+    def intents(self, data: Any, path: Path) -> list[Intent]:
+        intent = self.intent(data, path)
+        return [intent] if intent else []
+
+    def passages(self, data: Any, path: Path) -> list[Passage]:
+        if not isinstance(data, _Map) or not isinstance(data.get("passages"), _Seq):
+            self.error(
+                path, getattr(data, "line", 1), "a response file must have `passages:` followed by a list of passages"
+            )
+            return []
+        self.fields(data, path, ("passages",), "a response file")
+        found = []
+        for item, line in zip(data["passages"], data["passages"].lines, strict=True):
+            if not isinstance(item, _Map):
+                self.error(path, line, "each passage must be a mapping with `id:`, `text:` and `section:`")
+                continue
+            passage = self.passage(item, path)
+            if passage is not None:
+                found.append(passage)
+        return found
+
+    def passage(self, item: _Map, path: Path) -> Passage | None:
+        self.fields(item, path, PASSAGE_FIELDS, "a passage")
+        passage_id = self.identifier(item, path, PASSAGE_ID_PATTERN, ", with dots between parts")
+        text = self.text(item, "text", path, required=True)
+        source = item.get("source", "article")
+        if source not in ("article", "bot"):
+            self.error(path, item.lines["source"], "'source' must be `article` (quoted) or `bot` (the bot's own words)")
+        section = self.text(item, "section", path, required=source == "article")
+        if source == "bot" and section is not None:
+            self.error(
+                path, item.lines["section"], "a `source: bot` line is not from the article, so it has no `section:`"
+            )
+        follow_ups = self.text_list(item, "follow_ups", path, required=False)
+        if passage_id is None or text is None:
+            return None
+        return Passage(
+            id=passage_id,
+            text=" ".join(text.split()),
+            section=section if source == "article" else None,
+            follow_ups=tuple(name for name, _ in follow_ups),
+            path=path,
+            line=item.line,
+        )
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted([*folder.glob("*.yml"), *folder.glob("*.yaml")])
+
+
+def _cross_check(reader: _Reader, intents: dict[str, Intent], passages: dict[str, Passage]) -> None:
+    for intent in intents.values():
+        for passage_id in intent.responses:
+            if passage_id not in passages:
+                reader.error(
+                    intent.path,
+                    intent.line,
+                    f"intent {intent.id!r} uses passage {passage_id!r}, which no file under responses/ defines",
+                )
+    for passage in passages.values():
+        for follow_up in passage.follow_ups:
+            target = intents.get(follow_up)
+            if target is None:
+                reader.error(
+                    passage.path,
+                    passage.line,
+                    f"passage {passage.id!r} suggests {follow_up!r}, which is not an intent id",
+                )
+            elif target.title is None:
+                reader.error(
+                    target.path,
+                    target.line,
+                    f"intent {follow_up!r} is suggested by {passage.id!r}, so it needs a `title:` for its button",
+                )
+
+
+def _collect(
+    reader: _Reader, files: Iterable[Path], build: Callable[[Any, Path], Iterable[Any]], kind: str
+) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for path in files:
+        data, problems = read_yaml(path)
+        reader.problems.extend(problems)
+        if problems:
+            continue
+        for item in build(data, path):
+            if item.id in found:
+                first = found[item.id]
+                reader.error(
+                    path, item.line, f"the {kind} id {item.id!r} is already defined at {first.path}:{first.line}"
+                )
+            else:
+                found[item.id] = item
+    return found
+
+
+def _article_title(reader: _Reader, root: Path) -> str:
+    path = root / "source" / "article.yml"
+    data, problems = read_yaml(path)
+    reader.problems.extend(problems)
+    if problems:
+        return ""
+    if not isinstance(data, _Map):
+        reader.error(path, 1, "the article file must be a mapping with `title:` and `file:`")
+        return ""
+    return reader.text(data, "title", path, required=True) or ""
+
+
+def read_content(root: Path) -> tuple[Catalog | None, list[Problem]]:
+    """Read every content file under ``root``; return the catalogue (if usable) and all problems."""
+    reader = _Reader()
+    intents_dir, responses_dir = root / "intents", root / "responses"
+    for folder in (intents_dir, responses_dir):
+        if not folder.is_dir():
+            reader.error(
+                folder,
+                1,
+                f"the folder {folder.name}/ is missing; point UNHOOKED_CONTENT_DIR at the folder"
+                " that holds intents/ and responses/",
+            )
+    if reader.problems:
+        return None, reader.problems
+    intents = _collect(reader, _files(intents_dir), reader.intents, "intent")
+    passages = _collect(reader, _files(responses_dir), reader.passages, "passage")
+    for intent in intents.values():
+        stem = intent.path.stem
+        if stem != intent.id:
+            reader.error(
+                intent.path,
+                intent.line,
+                f"the file is named {stem!r} but holds intent {intent.id!r}; name the file {intent.id}.yml",
+            )
+    if not intents:
+        reader.error(intents_dir, 1, "no intent files were found; add at least one intents/<id>.yml")
+    _cross_check(reader, intents, passages)
+    title = _article_title(reader, root)
+    if any(problem.level == "error" for problem in reader.problems):
+        return None, reader.problems
+    return Catalog(root=root, intents=intents, passages=passages, article_title=title), reader.problems
+
+
+def load_catalog(root: Path) -> Catalog:
+    """Load the content under ``root``, or raise ``ContentError`` naming every problem."""
+    catalog, problems = read_content(root)
+    if catalog is None:
+        raise ContentError(problems)
+    return catalog

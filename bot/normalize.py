@@ -1,0 +1,210 @@
+"""Text normalisation shared by the matcher and the crisis screen: small pure functions."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+APOSTROPHES = "\u2018\u2019\u201a\u201b\u02bc\u02b9\u0060\u00b4\u2032\uff07"
+DOUBLE_QUOTES = "\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb\uff02"
+ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e"
+_FOLD = str.maketrans(
+    {**dict.fromkeys(APOSTROPHES, "'"), **dict.fromkeys(DOUBLE_QUOTES, '"'), **dict.fromkeys(ZERO_WIDTH, None)}
+)
+
+MAX_CHARS = 4000
+"""Longer messages are cut before any work, so cost per message is bounded."""
+
+_REPEATS = re.compile(r"(.)\1{2,}")
+_NON_WORD = re.compile(r"[^\w']+")
+_SPACES = re.compile(r"\s+")
+
+CONTRACTIONS: dict[str, str] = {
+    "i'm": "i am",
+    "im": "i am",
+    "i've": "i have",
+    "ive": "i have",
+    "i'd": "i would",
+    "i'll": "i will",
+    "don't": "do not",
+    "dont": "do not",
+    "doesn't": "does not",
+    "doesnt": "does not",
+    "didn't": "did not",
+    "didnt": "did not",
+    "can't": "can not",
+    "cant": "can not",
+    "cannot": "can not",
+    "won't": "will not",
+    "wont": "will not",
+    "isn't": "is not",
+    "isnt": "is not",
+    "wasn't": "was not",
+    "wasnt": "was not",
+    "aren't": "are not",
+    "arent": "are not",
+    "shouldn't": "should not",
+    "shouldnt": "should not",
+    "couldn't": "could not",
+    "couldnt": "could not",
+    "wouldn't": "would not",
+    "wouldnt": "would not",
+    "haven't": "have not",
+    "havent": "have not",
+    "it's": "it is",
+    "its": "it is",
+    "that's": "that is",
+    "thats": "that is",
+    "what's": "what is",
+    "whats": "what is",
+    "there's": "there is",
+    "theres": "there is",
+    "he's": "he is",
+    "she's": "she is",
+    "they're": "they are",
+    "theyre": "they are",
+    "you're": "you are",
+    "youre": "you are",
+    "we're": "we are",
+    "let's": "let us",
+    "y'all": "you all",
+    "wanna": "want to",
+    "gonna": "going to",
+    "gotta": "got to",
+    "kinda": "kind of",
+    "sorta": "sort of",
+}
+"""Contractions and their spellings without an apostrophe, expanded to full words."""
+
+SHORTHAND: dict[str, str] = {
+    "u": "you",
+    "ur": "your",
+    "r": "are",
+    "y": "why",
+    "pls": "please",
+    "plz": "please",
+    "thx": "thanks",
+    "thnx": "thanks",
+    "tnx": "thanks",
+    "ty": "thank you",
+    "bc": "because",
+    "cuz": "because",
+    "coz": "because",
+    "cos": "because",
+    "idk": "i do not know",
+    "rn": "right now",
+    "tho": "though",
+    "abt": "about",
+    "b4": "before",
+    "bday": "birthday",
+    "msg": "message",
+    "txt": "text",
+    "convo": "conversation",
+    "ppl": "people",
+    "smth": "something",
+    "sth": "something",
+    "yrs": "years",
+    "mths": "months",
+    "wks": "weeks",
+}
+"""Chat shorthand expanded to the words moderators write in examples."""
+
+MISSPELLINGS: dict[str, str] = {
+    "becuase": "because",
+    "becasue": "because",
+    "beacuse": "because",
+    "realy": "really",
+    "relly": "really",
+    "alot": "a lot",
+    "wierd": "weird",
+    "thier": "their",
+    "recieve": "receive",
+    "narcisist": "narcissist",
+    "narcissit": "narcissist",
+    "narsissist": "narcissist",
+    "narcassist": "narcissist",
+    "narcisistic": "narcissistic",
+    "narcissitic": "narcissistic",
+    "relationshp": "relationship",
+    "realtionship": "relationship",
+    "relashionship": "relationship",
+    "trama": "trauma",
+    "truama": "trauma",
+    "traumma": "trauma",
+    "therapyst": "therapist",
+    "theraphy": "therapy",
+    "threapy": "therapy",
+    "therepy": "therapy",
+    "definately": "definitely",
+    "seperate": "separate",
+    "seperated": "separated",
+    "greif": "grief",
+    "greiving": "grieving",
+    "grieveing": "grieving",
+    "stil": "still",
+    "mis": "miss",
+    "missin": "missing",
+    "thnk": "think",
+    "shuld": "should",
+    "shoud": "should",
+    "becaus": "because",
+    "soo": "so",
+    "hii": "hi",
+    "heyy": "hey",
+    "helo": "hello",
+    "thanx": "thanks",
+    "thankyou": "thank you",
+    "byee": "bye",
+    "okk": "ok",
+    "nocontact": "no contact",
+}
+"""Common misspellings seen in chat, folded to the spelling used in examples."""
+
+PARTNER = "them"
+"""The single token every pronoun and partner word is folded to."""
+
+_PARTNER_PHRASES = (
+    r"(?:my|our)\s+(?:ex[\s-]*)?(?:husband|hubby|wife|boyfriend|girlfriend|bf|gf|partner|spouse"
+    r"|fiance|fiancee|fiancé|fiancée|significant other|lover|abuser|narcissist|narc|man|woman)",
+    r"(?:my|the)\s+(?:ex|abuser|narcissist|narc)",
+    r"ex[\s-]+(?:husband|wife|boyfriend|girlfriend|bf|gf|partner|spouse|fiance|fiancee)",
+    r"(?:husband|hubby|wife|boyfriend|girlfriend|partner|spouse|abuser|narcissist|narc|ex)",
+    r"(?:him|her|them|he|she|they|his|hers|their|theirs|himself|herself|themselves|themself)",
+)
+_PARTNER = re.compile(r"\b(?:" + "|".join(_PARTNER_PHRASES) + r")\b")
+
+
+def fold(text: str) -> str:
+    """Fold Unicode forms, quotes, zero-width and control characters, and case; keep the words."""
+    text = unicodedata.normalize("NFKC", text[:MAX_CHARS]).translate(_FOLD)
+    text = "".join(ch if ch.isprintable() else " " for ch in text)
+    return _SPACES.sub(" ", text).strip().casefold()
+
+
+def words(text: str) -> list[str]:
+    """Split folded text into words: letters, digits and in-word apostrophes."""
+    return [word.strip("'") for word in _NON_WORD.split(text) if word.strip("'")]
+
+
+def squeeze(word: str) -> str:
+    """Collapse a letter repeated three or more times to two ("soooo" -> "soo")."""
+    return _REPEATS.sub(r"\1\1", word)
+
+
+def _expand(word: str) -> str:
+    word = squeeze(word)
+    word = MISSPELLINGS.get(word, word)
+    word = CONTRACTIONS.get(word, word)
+    return SHORTHAND.get(word, word)
+
+
+def for_matching(text: str) -> str:
+    """Normalise a message or an example for fuzzy matching.
+
+    Case, Unicode forms and quotes are folded; punctuation goes; contractions, shorthand and
+    common misspellings are expanded; every pronoun and partner word becomes ``them`` so that
+    "why do I miss my husband" and "why do i miss her" compare equal.
+    """
+    expanded = " ".join(_expand(word) for word in words(fold(text)))
+    folded = _PARTNER.sub(PARTNER, expanded).replace("'", "")
+    return _SPACES.sub(" ", folded).strip()

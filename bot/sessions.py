@@ -1,0 +1,104 @@
+"""Sessions kept in memory while they change and written to the store in batches, off the reply path."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from bot.errors import StoreError
+from bot.models import Session
+from bot.store import Store
+
+log = logging.getLogger("unhooked.sessions")
+
+FLUSH_DELAY = 0.05
+"""Seconds to gather changed sessions before one batched write."""
+RETRY_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+"""Back-off between failed writes; the last one repeats while the store stays down."""
+
+
+class Sessions:
+    """Reads sessions from the store and writes changed ones back in one transaction per batch.
+
+    A reply never waits for a write: ``put`` only marks the session as changed. A session that
+    is waiting to be written is served from memory, so the next message of the same person sees
+    it even while the store is slow or down.
+    """
+
+    def __init__(self, store: Store, *, read_timeout: float = 2.0, flush_delay: float = FLUSH_DELAY) -> None:
+        self.store = store
+        self.read_timeout = read_timeout
+        self.flush_delay = flush_delay
+        self._dirty: dict[str, Session] = {}
+        self._wake = asyncio.Event()
+        self._flusher: asyncio.Task[None] | None = None
+        self._failures = 0
+
+    @property
+    def pending(self) -> int:
+        """How many changed sessions are waiting to be written."""
+        return len(self._dirty)
+
+    async def get(self, user_key: str, now: float, *, timeout: float | None = None) -> Session:
+        """The person's session, or a new one if there is none or the store does not answer in time."""
+        waiting = self._dirty.get(user_key)
+        if waiting is not None:
+            return waiting
+        try:
+            async with asyncio.timeout(self.read_timeout if timeout is None else timeout):
+                found = await self.store.load_session(user_key)
+        except (StoreError, TimeoutError) as error:
+            log.warning("session read failed, starting afresh: %s", type(error).__name__)
+            found = None
+        return found or Session(user_key=user_key, first_seen=now, last_seen=now)
+
+    def put(self, session: Session) -> None:
+        """Mark the session as changed; it is written with the next batch."""
+        self._dirty[session.user_key] = session
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_forever(), name="session-flusher")
+        self._wake.set()
+
+    def drop(self, user_key: str) -> None:
+        """Forget a changed session before it is written (the person asked to be forgotten)."""
+        self._dirty.pop(user_key, None)
+
+    async def flush(self) -> None:
+        """Write every changed session now; raises ``StoreError`` if the store refuses."""
+        if not self._dirty:
+            return
+        batch, self._dirty = self._dirty, {}
+        try:
+            await self.store.save_sessions(list(batch.values()))
+        except BaseException:
+            for key, session in batch.items():
+                self._dirty.setdefault(key, session)
+            raise
+
+    async def _flush_forever(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            await asyncio.sleep(self.flush_delay)
+            try:
+                await self.flush()
+                self._failures = 0
+            except StoreError as error:
+                delay = RETRY_DELAYS[min(self._failures, len(RETRY_DELAYS) - 1)]
+                self._failures += 1
+                log.error("session write failed (%d waiting), retrying in %ss: %s", self.pending, delay, error)
+                await asyncio.sleep(delay)
+                self._wake.set()
+
+    async def aclose(self) -> None:
+        """Stop the background writer after a last attempt to write what is waiting."""
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flusher
+            self._flusher = None
+        try:
+            await self.flush()
+        except StoreError as error:
+            log.error("could not write %d sessions at shutdown: %s", self.pending, error)

@@ -1,0 +1,123 @@
+"""The command line as people use it: real processes, real stdin and stdout."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.__main__ import _parser
+from tests.conftest import REPO
+
+
+def run(*args: str, stdin: str = "", env: dict[str, str] | None = None, tmp: Path) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "UNHOOKED_DB": str(tmp / "data" / "bot.sqlite3"), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_scripted_chat_gives_greeting_passage_and_crisis_reply_in_order(tmp_path: Path) -> None:
+    result = run("chat", stdin="hi\nwhy do I miss him\nI want to die\n", tmp=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    greeting = out.index("I'm Unhooked")
+    passage = out.index("It was telling me my brain was hooked.")
+    crisis = out.index("call or text 988, or chat at 988lifeline.org")
+    assert greeting < passage < crisis
+
+
+def test_chat_keeps_the_session_in_the_database_between_runs(tmp_path: Path) -> None:
+    first = run("chat", stdin="why do I miss him\n", tmp=tmp_path)
+    second = run("chat", stdin="why do I miss him\n", tmp=tmp_path)
+    assert "brain was hooked" in first.stdout
+    assert "brain was hooked" not in second.stdout and "Missing her is not proof" in second.stdout
+    assert (tmp_path / "data" / "secret.key").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_topic_number_picks_that_topic(tmp_path: Path) -> None:
+    result = run("chat", "--db", ":memory:", stdin="hi\n2\n", tmp=tmp_path)
+    assert "Trauma bonding is the neurochemical attachment" in result.stdout
+
+
+def test_chat_with_broken_content_still_answers_a_crisis(tmp_path: Path) -> None:
+    (tmp_path / "content" / "intents").mkdir(parents=True)
+    (tmp_path / "content" / "responses").mkdir()
+    (tmp_path / "content" / "intents" / "bad.yml").write_text("id: [unclosed\n")
+    result = run(
+        "chat", stdin="i want to kill myself\n", env={"UNHOOKED_CONTENT_DIR": str(tmp_path / "content")}, tmp=tmp_path
+    )
+    assert result.returncode == 0
+    assert "988" in result.stdout
+    assert "bad.yml:2: error: this is not valid content YAML" in result.stderr
+
+
+def test_match_prints_intent_score_runner_up_and_reply(tmp_path: Path) -> None:
+    result = run("match", "why do I miss him if it was so bad", tmp=tmp_path)
+    assert "intent:    miss_them  score 100.0" in result.stdout
+    assert "runner-up:" in result.stdout and "reply:" in result.stdout
+
+
+def test_match_json_has_the_stable_fields(tmp_path: Path) -> None:
+    result = run("match", "--json", stdin="hello\nasdfgh qwerty\nI want to die\n", tmp=tmp_path)
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [row["text"] for row in rows] == ["hello", "asdfgh qwerty", "I want to die"]
+    assert {"text", "intent", "score", "runner_up", "crisis"} <= set(rows[0])
+    assert rows[0]["intent"] == "greeting" and rows[0]["crisis"] is None
+    assert rows[1]["intent"] is None
+    assert rows[2]["intent"] is None and rows[2]["crisis"]["level"] == "crisis"
+
+
+def test_check_passes_on_the_shipped_content(tmp_path: Path) -> None:
+    result = run("check", tmp=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert "0 errors" in result.stdout
+
+
+def test_check_fails_with_file_and_line(tmp_path: Path) -> None:
+    content = tmp_path / "content"
+    (content / "intents").mkdir(parents=True)
+    (content / "responses").mkdir()
+    (content / "intents" / "x.yml").write_text("id: x\nexamples:\n  - a\n - b\n")
+    result = run("check", env={"UNHOOKED_CONTENT_DIR": str(content)}, tmp=tmp_path)
+    assert result.returncode == 1
+    assert f"{content}/intents/x.yml:4: error:" in result.stdout
+
+
+def test_a_bad_setting_is_one_sentence_not_a_traceback(tmp_path: Path) -> None:
+    result = run("chat", env={"UNHOOKED_SECRET": "short"}, tmp=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.startswith("unhooked: UNHOOKED_SECRET is 5 characters long")
+    assert "Traceback" not in result.stderr
+
+
+def _subcommands() -> dict[str, object]:
+    action = next(a for a in _parser()._actions if a.dest == "command")
+    return action.choices
+
+
+@pytest.mark.parametrize("name", sorted(_subcommands()))
+def test_every_command_has_help_with_an_example(name: str) -> None:
+    text = _subcommands()[name].format_help()
+    assert "example" in text and f"python -m bot {name}" in text
+
+
+def test_every_command_is_in_the_readme() -> None:
+    readme = (REPO / "README.md").read_text()
+    missing = [name for name in _subcommands() if f"python -m bot {name}" not in readme]
+    assert missing == []
+
+
+def test_top_level_help_has_an_example() -> None:
+    assert "python -m bot chat" in _parser().format_help()

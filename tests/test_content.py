@@ -1,0 +1,174 @@
+"""Loading content: the shipped files load, and every kind of mistake is named with file and line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bot.content import MAX_FILE_BYTES, load_catalog, read_content
+from bot.errors import ContentError
+from tests.conftest import REPO
+
+Writer = Callable[[dict[str, str]], Path]
+
+INTENT = """\
+id: hello
+title: Say hello
+examples:
+  - hello there
+responses:
+  - hello.reply
+"""
+RESPONSE = """\
+passages:
+  - id: hello.reply
+    source: bot
+    text: Hi.
+"""
+
+
+def problems_of(root: Path) -> list[str]:
+    return [str(problem) for problem in read_content(root)[1]]
+
+
+def test_the_shipped_content_loads_without_problems() -> None:
+    catalog, problems = read_content(REPO)
+    assert problems == []
+    assert {"miss_them", "should_i_go_back", "what_is_trauma_bond", "how_to_break", "no_contact"} <= set(
+        catalog.intents
+    )
+    assert {"greeting", "thanks", "goodbye", "help", "about_bot"} <= set(catalog.intents)
+    assert catalog.article_title == "Why you miss her: trauma bonding"
+
+
+def test_a_minimal_tree_loads(write_content: Writer) -> None:
+    catalog = load_catalog(write_content({"intents/hello.yml": INTENT, "responses/hello.yml": RESPONSE}))
+    assert catalog.intents["hello"].examples[0].text == "hello there"
+    assert catalog.intents["hello"].examples[0].line == 4
+    assert catalog.passages["hello.reply"].quoted is False
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        (
+            {"intents/hello.yml": "id: hello\nexamples:\n  - hi\n responses: [x]\n"},
+            "intents/hello.yml:4: error: this is not valid content YAML",
+        ),
+        (
+            {"intents/hello.yml": INTENT.replace("examples:", "exampels:")},
+            "intents/hello.yml:3: error: unknown field 'exampels' in an intent",
+        ),
+        (
+            {"intents/hello.yml": INTENT.replace("  - hello there\n", "")},
+            "intents/hello.yml:3: error: 'examples' is empty",
+        ),
+        (
+            {"intents/hello.yml": INTENT.replace("id: hello", "id: Hello World")},
+            "intents/hello.yml:1: error: the id 'Hello World' must use lowercase letters",
+        ),
+        (
+            {"intents/hello.yml": INTENT.replace("hello.reply", "hello.missing")},
+            "intents/hello.yml:1: error: intent 'hello' uses passage 'hello.missing', which no file under responses/",
+        ),
+        (
+            {"intents/hello.yml": INTENT.replace("title: Say hello\n", "menu: true\n")},
+            "intents/hello.yml:2: error: an intent listed in the menu needs a `title:`",
+        ),
+        (
+            {"intents/greet.yml": INTENT},
+            "intents/greet.yml:1: error: the file is named 'greet' but holds intent 'hello'",
+        ),
+        (
+            {"responses/hello.yml": RESPONSE + "    follow_ups: [nowhere]\n"},
+            "responses/hello.yml:2: error: passage 'hello.reply' suggests 'nowhere', which is not an intent id",
+        ),
+        (
+            {"responses/hello.yml": RESPONSE.replace("    source: bot\n", "")},
+            "responses/hello.yml:2: error: 'section' is missing",
+        ),
+        (
+            {"responses/hello.yml": RESPONSE.replace("source: bot", "source: blog")},
+            "responses/hello.yml:3: error: 'source' must be `article` (quoted) or `bot`",
+        ),
+        (
+            {"responses/hello.yml": "passages: {}\n"},
+            "responses/hello.yml:1: error: a response file must have `passages:`",
+        ),
+        (
+            {"responses/other.yml": RESPONSE},
+            "responses/other.yml:2: error: the passage id 'hello.reply' is already defined at",
+        ),
+        (
+            {"intents/hello.yml": INTENT + "id: again\n"},
+            "intents/hello.yml:7: error: this is not valid content YAML: the key 'id' appears twice",
+        ),
+        (
+            {"intents/hello.yml": "id: hello\nexamples: &x\n  - hi\nkeywords: *x\nresponses: [hello.reply]\n"},
+            "intents/hello.yml:4: error: this is not valid content YAML: anchors and aliases",
+        ),
+        (
+            {"intents/hello.yml": INTENT.replace("- hello there", "- !!python/object:os.system echo")},
+            "intents/hello.yml:4: error: this is not valid content YAML: could not determine a constructor",
+        ),
+        (
+            {"intents/hello.yml": "- just\n- a list\n"},
+            "intents/hello.yml:1: error: an intent file must be a mapping",
+        ),
+    ],
+    ids=[
+        "bad-indentation",
+        "unknown-field",
+        "empty-examples",
+        "bad-id",
+        "missing-passage",
+        "menu-without-title",
+        "file-name-mismatch",
+        "dangling-follow-up",
+        "article-passage-without-section",
+        "bad-source",
+        "passages-not-a-list",
+        "duplicate-passage-id",
+        "duplicate-key",
+        "alias",
+        "custom-tag",
+        "not-a-mapping",
+    ],
+)
+def test_each_mistake_is_named_with_its_file_and_line(
+    write_content: Writer, files: dict[str, str], expected: str
+) -> None:
+    root = write_content({"intents/hello.yml": INTENT, "responses/hello.yml": RESPONSE, **files})
+    found = problems_of(root)
+    assert any(problem.startswith(f"{root}/{expected}") for problem in found), found
+    with pytest.raises(ContentError):
+        load_catalog(root)
+
+
+def test_every_problem_is_reported_not_just_the_first(write_content: Writer) -> None:
+    root = write_content(
+        {
+            "intents/hello.yml": INTENT.replace("title:", "titel:"),
+            "intents/bye.yml": "id: bye\nexamples: [bye]\nresponses: [bye.none]\n",
+            "responses/hello.yml": RESPONSE,
+        }
+    )
+    assert len(problems_of(root)) == 2
+
+
+def test_a_file_that_is_not_utf8_is_named(write_content: Writer) -> None:
+    root = write_content({"responses/hello.yml": RESPONSE})
+    (root / "intents" / "hello.yml").write_bytes(b"id: caf\xe9\n")
+    assert any("is not UTF-8" in problem for problem in problems_of(root))
+
+
+def test_a_huge_file_is_refused_before_parsing(write_content: Writer) -> None:
+    root = write_content({"responses/hello.yml": RESPONSE})
+    (root / "intents" / "hello.yml").write_text("#" * (MAX_FILE_BYTES + 1))
+    assert any("content files must stay under" in problem for problem in problems_of(root))
+
+
+def test_a_missing_folder_says_what_to_set(tmp_path: Path) -> None:
+    assert any("UNHOOKED_CONTENT_DIR" in problem for problem in problems_of(tmp_path))

@@ -1,0 +1,90 @@
+"""The matcher: deliberate scorers, the short-input and subset guards, threshold and ambiguity."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.matcher import IntentPhrases, Matcher, MatcherSettings
+
+INTENTS = [
+    IntentPhrases("miss_them", ("why do I miss her if it was so bad", "I miss him so much"), ("missing them",)),
+    IntentPhrases("go_back", ("should I go back to him", "I want to go back to her")),
+    IntentPhrases("greeting", ("hi", "hello")),
+    IntentPhrases("no_contact", ("what is no contact", "should I block him"), ("no contact",)),
+]
+
+
+@pytest.fixture(scope="module")
+def matcher() -> Matcher:
+    return Matcher(INTENTS)
+
+
+def test_an_exact_example_matches_fully(matcher: Matcher) -> None:
+    match = matcher.match("Why do I miss her if it was so bad?")
+    assert (match.intent, match.score, match.reason) == ("miss_them", 100.0, "matched")
+
+
+@pytest.mark.parametrize("who", ["him", "them", "my husband", "my girlfriend", "my ex"])
+def test_partner_words_all_match_the_same_example(matcher: Matcher, who: str) -> None:
+    assert matcher.match(f"why do I miss {who} if it was so bad").score == 100.0
+
+
+def test_typos_still_match(matcher: Matcher) -> None:
+    assert matcher.match("shuold i go bak to him").intent == "go_back"
+
+
+def test_a_long_message_that_contains_an_example_matches(matcher: Matcher) -> None:
+    text = "it has been four months since I left and honestly why do I miss him if it was so bad"
+    assert matcher.match(text).intent == "miss_them"
+
+
+def test_a_single_word_that_is_a_subset_of_an_example_does_not_match(matcher: Matcher) -> None:
+    match = matcher.match("miss")
+    assert match.intent is None and match.reason == "low_confidence"
+
+
+def test_a_short_subset_of_an_example_is_not_a_full_match(matcher: Matcher) -> None:
+    assert matcher.match("go back").score < 72
+
+
+def test_short_greetings_match_exactly(matcher: Matcher) -> None:
+    assert matcher.match("hello").intent == "greeting"
+    assert matcher.match("hi!!!").intent == "greeting"
+
+
+def test_below_the_threshold_is_no_match_but_reports_the_best_guess(matcher: Matcher) -> None:
+    match = matcher.match("the weather is nice today")
+    assert match.intent is None and match.reason == "low_confidence"
+    assert match.candidates and match.score == match.candidates[0].score < 72
+
+
+def test_two_intents_too_close_is_ambiguous() -> None:
+    matcher = Matcher([IntentPhrases("a", ("tell me about grief",)), IntentPhrases("b", ("tell me about griefs",))])
+    match = matcher.match("tell me about grief")
+    assert match.intent is None and match.reason == "ambiguous"
+    assert {match.candidates[0].intent, match.runner_up} == {"a", "b"}
+
+
+def test_the_margin_is_a_setting() -> None:
+    intents = [IntentPhrases("a", ("tell me about grief",)), IntentPhrases("b", ("tell me about griefs",))]
+    assert Matcher(intents, MatcherSettings(margin=0.0)).match("tell me about grief").intent == "a"
+
+
+def test_a_keyword_lifts_its_intent(matcher: Matcher) -> None:
+    match = matcher.match("my therapist mentioned no contact yesterday")
+    assert match.intent == "no_contact" and match.score == MatcherSettings().keyword_score
+
+
+def test_runner_up_is_a_different_intent(matcher: Matcher) -> None:
+    match = matcher.match("should I go back to him")
+    assert match.intent == "go_back" and match.runner_up not in (None, "go_back")
+
+
+def test_explanations_name_the_example_that_matched(matcher: Matcher) -> None:
+    best = matcher.match("should i go back to my ex").candidates[0]
+    assert (best.intent, best.example) == ("go_back", "should I go back to him")
+
+
+def test_empty_and_emoji_only_messages_are_empty(matcher: Matcher) -> None:
+    assert matcher.match("").reason == "empty"
+    assert matcher.match("🙂 🙂").reason == "empty"
