@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bot import __version__
-from bot.adapters.terminal import TerminalChat
+from bot.adapters.terminal import TerminalChat, stderr_alerter
 from bot.config import Settings
 from bot.content import read_content
 from bot.engine import Outcome
@@ -74,7 +74,7 @@ def _chat(args: argparse.Namespace) -> int:
     settings = Settings.from_env().with_db(args.db)
 
     async def talk() -> None:
-        async with running_engine(settings) as engine:
+        async with running_engine(settings, alerter=stderr_alerter(sys.stderr)) as engine:
             interactive = sys.stdin.isatty() and sys.stdout.isatty()
             chat = TerminalChat(engine, user=args.user, stdin=sys.stdin, stdout=sys.stdout, interactive=interactive)
             await chat.run()

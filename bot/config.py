@@ -64,6 +64,13 @@ class Settings:
             )
         return cls(db_path=db_path, content_dir=content_dir, secret=secret)
 
+    @property
+    def spool_path(self) -> Path | None:
+        """Where escalations go when the database does not take them; none for an in-memory database."""
+        if str(self.db_path) == ":memory:":
+            return None
+        return self.db_path.parent / "escalations.spool.jsonl"
+
     def with_db(self, db_path: Path | None) -> Settings:
         """The same settings with another database file (a ``--db`` option)."""
         if db_path is None:

@@ -6,13 +6,27 @@ import hashlib
 import hmac
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot import safety
 from bot.content import Catalog
+from bot.escalation import Escalator
 from bot.matcher import Matcher, MatcherSettings
-from bot.models import Detection, Incoming, Intent, Level, Match, Passage, Reply, ReplyKind, Session, Suggestion
+from bot.models import (
+    Detection,
+    Escalation,
+    Incoming,
+    Intent,
+    Level,
+    Match,
+    Passage,
+    Reply,
+    ReplyKind,
+    Session,
+    Suggestion,
+)
 from bot.sessions import Sessions
 from bot.store import Store
 
@@ -36,6 +50,8 @@ class Outcome:
     replies: tuple[Reply, ...]
     match: Match | None = None
     detection: Detection | None = None
+    escalation: Escalation | None = None
+    """The record made for operators, already stored (database or spool) when ``handle`` returns."""
 
 
 class Engine:
@@ -49,8 +65,10 @@ class Engine:
         *,
         matcher_settings: MatcherSettings | None = None,
         clock: Callable[[], float] = time.time,
+        escalator: Escalator | None = None,
     ) -> None:
         self.sessions = Sessions(store)
+        self.escalator = escalator or Escalator(store, clock=clock)
         self._secret = secret
         self._clock = clock
         self._matcher_settings = matcher_settings
@@ -73,18 +91,25 @@ class Engine:
         detection = self._screen(incoming.text)
         key = self.user_key(incoming.channel, incoming.user_id)
         now = self._clock()
+        self.sessions.count("messages", now)
         if detection is not None and detection.level.rank >= Level.CRISIS.rank:
             reply = safety.crisis_reply(detection)
+            escalation = Escalation(
+                id=uuid.uuid4().hex,
+                at=now,
+                user_key=key,
+                level=detection.level,
+                category=detection.category,
+                rule=detection.rule,
+                channel=incoming.channel,
+                resources=safety.resources_for(detection),
+            )
             session = await self.sessions.get(key, now, timeout=CRISIS_READ_TIMEOUT)
             session.crisis_level, session.crisis_at = detection.level, now
             self._finish(session, now)
-            log.info(
-                "crisis reply sent: level=%s category=%s rule=%s",
-                detection.level.value,
-                detection.category,
-                detection.rule,
-            )
-            return Outcome((reply,), None, detection)
+            self.sessions.count(f"escalations.{detection.level.value}", now)
+            await self.escalator.record(escalation)
+            return Outcome((reply,), None, detection, escalation)
         session = await self.sessions.get(key, now)
         try:
             match, replies = self._answer(incoming, session)
@@ -92,6 +117,7 @@ class Engine:
             log.exception("answering failed; sending an apology")
             match, replies = None, [Reply(APOLOGY, ReplyKind.NOTICE)]
         self._finish(session, now)
+        self.sessions.count("fallbacks" if match is not None and match.intent is None else "answers", now)
         return Outcome(tuple(replies), match, detection)
 
     def _screen(self, text: str) -> Detection | None:
@@ -168,4 +194,5 @@ class Engine:
 
     async def aclose(self) -> None:
         """Write what is waiting and stop background work."""
+        await self.escalator.aclose()
         await self.sessions.aclose()

@@ -87,6 +87,29 @@ class Detection:
 
 
 @dataclass(frozen=True)
+class Escalation:
+    """One crisis or imminent detection as operators see it: no message text, no raw id."""
+
+    id: str
+    at: float
+    """When it happened, in seconds since the epoch (UTC)."""
+    user_key: str
+    """The keyed hash of the person, the same one their session is stored under."""
+    level: Level
+    category: str
+    rule: str
+    channel: str
+    resources: tuple[str, ...]
+    """Ids of the resources the reply showed, e.g. ``lifeline`` or ``dv_hotline``."""
+    excerpt: str | None = None
+    """A redacted excerpt, only when an operator opted in; ``None`` by default."""
+    acked_by: str | None = None
+    acked_at: float | None = None
+    alerted_at: float | None = None
+    """When an operator alert was delivered; ``None`` while it is still owed."""
+
+
+@dataclass(frozen=True)
 class Candidate:
     """One intent the matcher considered, with the example that scored best."""
 

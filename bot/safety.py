@@ -67,16 +67,27 @@ def detect(text: str, rules: tuple[Rule, ...] = FLOOR) -> Detection | None:
     return found
 
 
+def resources_for(detection: Detection) -> tuple[str, ...]:
+    """The ids of the resources a crisis reply shows, in the order it shows them."""
+    shown = []
+    if detection.level is Level.IMMINENT or detection.track is Track.OTHERS:
+        shown.append("emergency")
+    if detection.track is Track.OTHERS:
+        shown.append("dv_hotline")
+    return (*shown, "lifeline", "outside_us")
+
+
 def crisis_reply(detection: Detection) -> Reply:
     """The reply for a detection: resources first, the bot's limits said plainly."""
+    shown = resources_for(detection)
+    lead = f"{resources.EMERGENCY.capitalize()}. " if "emergency" in shown else ""
     if detection.track is Track.OTHERS:
         text = (
-            f"{resources.EMERGENCY.capitalize()}. What you're describing sounds frightening, and it is not your fault. "
+            f"{lead}What you're describing sounds frightening, and it is not your fault. "
             f"You can reach {resources.DV_HOTLINE}, when it is safe for you. For thoughts of suicide, "
             f"{resources.LIFELINE}. {resources.AUTOMATED} Are you somewhere safe right now?"
         )
     else:
-        lead = f"{resources.EMERGENCY.capitalize()}. " if detection.level is Level.IMMINENT else ""
         text = (
             f"{lead}Please {resources.LIFELINE}: you can talk to a trained counselor right now. "
             f"I'm really glad you told me. {resources.AUTOMATED} Are you thinking about suicide right now?"

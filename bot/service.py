@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -10,13 +12,32 @@ from bot.config import Settings
 from bot.content import read_content
 from bot.engine import Engine
 from bot.errors import StoreError
+from bot.escalation import Alerter, Escalator
+from bot.spool import Spool
 from bot.store import MemoryStore, Store, open_store
 
 log = logging.getLogger("unhooked.service")
 
 
+async def _open(store: Store, spool: Spool | None) -> Store:
+    """Open the store and replay the spool into it; fall back to memory if the database is unusable."""
+    try:
+        await store.open()
+    except StoreError as error:
+        log.error("%s; keeping sessions in memory only", error)
+        return MemoryStore()
+    if spool is not None:
+        try:
+            await spool.replay(store)
+        except (StoreError, OSError) as error:
+            log.error("could not replay %s yet: %s", spool.path, error)
+    return store
+
+
 @asynccontextmanager
-async def running_engine(settings: Settings, store: Store | None = None) -> AsyncIterator[Engine]:
+async def running_engine(
+    settings: Settings, store: Store | None = None, alerter: Alerter | None = None
+) -> AsyncIterator[Engine]:
     """An engine over the configured content and store, closed cleanly on exit.
 
     Broken content or an unusable database do not stop the bot: it starts with what works,
@@ -28,15 +49,17 @@ async def running_engine(settings: Settings, store: Store | None = None) -> Asyn
     if catalog is None:
         log.error("content did not load; only crisis replies and notices will be sent until it is fixed")
     secret = settings.secret_key()
-    store = store or open_store(settings.db_path)
-    try:
-        await store.open()
-    except StoreError as error:
-        log.error("%s; keeping sessions in memory only", error)
-        store = MemoryStore()
-    engine = Engine(store, secret, catalog)
+    spool = Spool(settings.spool_path) if settings.spool_path and store is None else None
+    store = await _open(store or open_store(settings.db_path), spool)
+    escalator = Escalator(store, spool, alerter)
+    engine = Engine(store, secret, catalog, escalator=escalator)
+    retry = asyncio.create_task(escalator.retry_forever(), name="alert-retry") if alerter else None
     try:
         yield engine
     finally:
+        if retry is not None:
+            retry.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await retry
         await engine.aclose()
         await store.close()

@@ -1,10 +1,12 @@
-"""Sessions kept in memory while they change and written to the store in batches, off the reply path."""
+"""Sessions and daily counts, kept in memory while they change and written in batches off the reply path."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+from collections import Counter
+from datetime import UTC, datetime
 
 from bot.errors import StoreError
 from bot.models import Session
@@ -16,6 +18,11 @@ FLUSH_DELAY = 0.05
 """Seconds to gather changed sessions before one batched write."""
 RETRY_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 """Back-off between failed writes; the last one repeats while the store stays down."""
+
+
+def day_of(at: float) -> str:
+    """The UTC day of a timestamp, as ``YYYY-MM-DD``."""
+    return datetime.fromtimestamp(at, UTC).date().isoformat()
 
 
 class Sessions:
@@ -31,6 +38,7 @@ class Sessions:
         self.read_timeout = read_timeout
         self.flush_delay = flush_delay
         self._dirty: dict[str, Session] = {}
+        self._counts: Counter[tuple[str, str]] = Counter()
         self._wake = asyncio.Event()
         self._flusher: asyncio.Task[None] | None = None
         self._failures = 0
@@ -56,25 +64,39 @@ class Sessions:
     def put(self, session: Session) -> None:
         """Mark the session as changed; it is written with the next batch."""
         self._dirty[session.user_key] = session
+        self._wake_flusher()
+
+    def _wake_flusher(self) -> None:
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.get_running_loop().create_task(self._flush_forever(), name="session-flusher")
         self._wake.set()
+
+    def count(self, name: str, at: float, amount: int = 1) -> None:
+        """Add to an anonymous daily counter (the UTC day of ``at``); written with the next batch."""
+        self._counts[(day_of(at), name)] += amount
+        self._wake_flusher()
 
     def drop(self, user_key: str) -> None:
         """Forget a changed session before it is written (the person asked to be forgotten)."""
         self._dirty.pop(user_key, None)
 
     async def flush(self) -> None:
-        """Write every changed session now; raises ``StoreError`` if the store refuses."""
-        if not self._dirty:
-            return
-        batch, self._dirty = self._dirty, {}
-        try:
-            await self.store.save_sessions(list(batch.values()))
-        except BaseException:
-            for key, session in batch.items():
-                self._dirty.setdefault(key, session)
-            raise
+        """Write every changed session and count now; raises ``StoreError`` if the store refuses."""
+        if self._dirty:
+            batch, self._dirty = self._dirty, {}
+            try:
+                await self.store.save_sessions(list(batch.values()))
+            except BaseException:
+                for key, session in batch.items():
+                    self._dirty.setdefault(key, session)
+                raise
+        if self._counts:
+            counts, self._counts = self._counts, Counter()
+            try:
+                await self.store.add_counts(counts)
+            except BaseException:
+                self._counts.update(counts)
+                raise
 
     async def _flush_forever(self) -> None:
         while True:

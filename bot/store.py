@@ -7,7 +7,8 @@ import json
 import re
 import sqlite3
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,7 +18,7 @@ from types import TracebackType
 import aiosqlite
 
 from bot.errors import StoreError
-from bot.models import Level, Session
+from bot.models import Escalation, Level, Session
 
 
 class Store(ABC):
@@ -52,6 +53,36 @@ class Store(ABC):
     async def forget(self, user_key: str) -> int:
         """Delete everything stored about ``user_key``; return how many records went."""
 
+    @abstractmethod
+    async def add_counts(self, counts: Mapping[tuple[str, str], int]) -> None:
+        """Add to anonymous daily counters, keyed by (UTC day ``YYYY-MM-DD``, counter name)."""
+
+    @abstractmethod
+    async def counts(self, day: str) -> dict[str, int]:
+        """The anonymous counters of one UTC day, by name."""
+
+    @abstractmethod
+    async def record_escalations(self, escalations: list[Escalation]) -> None:
+        """Store escalations, all or none; one whose id is already stored is left as it is."""
+
+    @abstractmethod
+    async def escalations(
+        self, *, since: float | None = None, level: Level | None = None, unacked: bool = False, limit: int | None = None
+    ) -> list[Escalation]:
+        """Escalations, oldest first, filtered by time, level and acknowledgement."""
+
+    @abstractmethod
+    async def acknowledge(self, escalation_id: str, by: str, at: float) -> Escalation | None:
+        """Record who acknowledged an escalation (the first acknowledgement stays); ``None`` if unknown."""
+
+    @abstractmethod
+    async def mark_alerted(self, escalation_id: str, at: float) -> None:
+        """Record that the operators' alert for an escalation was delivered."""
+
+    @abstractmethod
+    async def unalerted(self, limit: int = 100) -> list[Escalation]:
+        """Escalations whose alert is still owed, oldest first."""
+
 
 def _copy(session: Session) -> Session:
     return dataclasses.replace(session, shown=set(session.shown))
@@ -62,6 +93,8 @@ class MemoryStore(Store):
 
     def __init__(self) -> None:
         self._sessions: dict[str, Session] = {}
+        self._escalations: dict[str, Escalation] = {}
+        self._counts: Counter[tuple[str, str]] = Counter()
 
     async def open(self) -> None:
         """Nothing to open."""
@@ -78,7 +111,44 @@ class MemoryStore(Store):
             self._sessions[session.user_key] = _copy(session)
 
     async def forget(self, user_key: str) -> int:
-        return 1 if self._sessions.pop(user_key, None) else 0
+        gone = [key for key, escalation in self._escalations.items() if escalation.user_key == user_key]
+        for key in gone:
+            del self._escalations[key]
+        return len(gone) + (1 if self._sessions.pop(user_key, None) else 0)
+
+    async def add_counts(self, counts: Mapping[tuple[str, str], int]) -> None:
+        self._counts.update(counts)
+
+    async def counts(self, day: str) -> dict[str, int]:
+        return {name: value for (when, name), value in self._counts.items() if when == day}
+
+    async def record_escalations(self, escalations: list[Escalation]) -> None:
+        for escalation in escalations:
+            self._escalations.setdefault(escalation.id, escalation)
+
+    async def escalations(
+        self, *, since: float | None = None, level: Level | None = None, unacked: bool = False, limit: int | None = None
+    ) -> list[Escalation]:
+        found = [
+            e
+            for e in sorted(self._escalations.values(), key=lambda e: (e.at, e.id))
+            if (since is None or e.at >= since) and (level is None or e.level is level) and not (unacked and e.acked_by)
+        ]
+        return found[:limit] if limit is not None else found
+
+    async def acknowledge(self, escalation_id: str, by: str, at: float) -> Escalation | None:
+        found = self._escalations.get(escalation_id)
+        if found is not None and found.acked_by is None:
+            found = self._escalations[escalation_id] = dataclasses.replace(found, acked_by=by, acked_at=at)
+        return found
+
+    async def mark_alerted(self, escalation_id: str, at: float) -> None:
+        found = self._escalations.get(escalation_id)
+        if found is not None:
+            self._escalations[escalation_id] = dataclasses.replace(found, alerted_at=at)
+
+    async def unalerted(self, limit: int = 100) -> list[Escalation]:
+        return [e for e in await self.escalations() if e.alerted_at is None][:limit]
 
 
 @dataclass(frozen=True)
@@ -106,7 +176,88 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX sessions_last_seen ON sessions (last_seen)",
         ),
     ),
+    Migration(
+        "0002_escalations",
+        (
+            """CREATE TABLE escalations (
+                id TEXT PRIMARY KEY,
+                at REAL NOT NULL,
+                user_key TEXT NOT NULL,
+                level TEXT NOT NULL,
+                category TEXT NOT NULL,
+                rule TEXT NOT NULL,
+                channel TEXT NOT NULL,
+                resources TEXT NOT NULL,
+                excerpt TEXT,
+                acked_by TEXT,
+                acked_at REAL,
+                alerted_at REAL
+            )""",
+            "CREATE INDEX escalations_at ON escalations (at)",
+            "CREATE INDEX escalations_user ON escalations (user_key)",
+        ),
+    ),
+    Migration(
+        "0003_daily_counts",
+        (
+            """CREATE TABLE daily_counts (
+                day TEXT NOT NULL,
+                name TEXT NOT NULL,
+                value INTEGER NOT NULL,
+                PRIMARY KEY (day, name)
+            ) WITHOUT ROWID""",
+        ),
+    ),
 )
+
+_ESCALATION_COLUMNS = (
+    "id, at, user_key, level, category, rule, channel, resources, excerpt, acked_by, acked_at, alerted_at"
+)
+
+
+_INSERT_ESCALATION = (
+    "INSERT OR IGNORE INTO escalations"
+    " (id, at, user_key, level, category, rule, channel, resources, excerpt, acked_by, acked_at, alerted_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _escalation_row(escalation: Escalation) -> tuple[object, ...]:
+    e = escalation
+    resources = json.dumps(list(e.resources))
+    return (
+        e.id,
+        e.at,
+        e.user_key,
+        e.level.value,
+        e.category,
+        e.rule,
+        e.channel,
+        resources,
+        e.excerpt,
+        e.acked_by,
+        e.acked_at,
+        e.alerted_at,
+    )
+
+
+def _escalation(row: sqlite3.Row | tuple[object, ...]) -> Escalation:
+    id_, at, user_key, level, category, rule, channel, resources, excerpt, acked_by, acked_at, alerted_at = row
+    return Escalation(
+        id=id_,
+        at=at,
+        user_key=user_key,
+        level=Level(level),
+        category=category,
+        rule=rule,
+        channel=channel,
+        resources=tuple(json.loads(resources)),
+        excerpt=excerpt,
+        acked_by=acked_by,
+        acked_at=acked_at,
+        alerted_at=alerted_at,
+    )
+
 
 _MIGRATION_NAME = re.compile(r"^\d{4}_[a-z0-9_]+$")
 
@@ -251,9 +402,62 @@ class SqliteStore(Store):
             )
 
     async def forget(self, user_key: str) -> int:
-        async with self._guard("delete a person's data"):
-            cursor = await self.db.execute("DELETE FROM sessions WHERE user_key = ?", (user_key,))
-            return cursor.rowcount
+        async with self._guard("delete a person's data"), self._transaction():
+            sessions = await self.db.execute("DELETE FROM sessions WHERE user_key = ?", (user_key,))
+            escalations = await self.db.execute("DELETE FROM escalations WHERE user_key = ?", (user_key,))
+            return sessions.rowcount + escalations.rowcount
+
+    async def add_counts(self, counts: Mapping[tuple[str, str], int]) -> None:
+        async with self._guard("add to daily counts"), self._transaction():
+            await self.db.executemany(
+                "INSERT INTO daily_counts (day, name, value) VALUES (?, ?, ?)"
+                " ON CONFLICT (day, name) DO UPDATE SET value = value + excluded.value",
+                [(day, name, value) for (day, name), value in counts.items()],
+            )
+
+    async def counts(self, day: str) -> dict[str, int]:
+        async with (
+            self._guard("read daily counts"),
+            self.db.execute("SELECT name, value FROM daily_counts WHERE day = ?", (day,)) as cursor,
+        ):
+            return {name: value async for name, value in cursor}
+
+    async def record_escalations(self, escalations: list[Escalation]) -> None:
+        async with self._guard("record escalations"), self._transaction():
+            await self.db.executemany(_INSERT_ESCALATION, [_escalation_row(e) for e in escalations])
+
+    async def _select_escalations(
+        self, where: str, parameters: tuple[object, ...], limit: int | None
+    ) -> list[Escalation]:
+        # ``where`` is always one of the constant clauses in this class; values go in as parameters.
+        query = f"SELECT {_ESCALATION_COLUMNS} FROM escalations WHERE {where} ORDER BY at, id LIMIT ?"  # noqa: S608
+        async with self._guard("read escalations"), self.db.execute(query, (*parameters, limit or -1)) as cursor:
+            return [_escalation(row) async for row in cursor]
+
+    async def escalations(
+        self, *, since: float | None = None, level: Level | None = None, unacked: bool = False, limit: int | None = None
+    ) -> list[Escalation]:
+        return await self._select_escalations(
+            "(? IS NULL OR at >= ?) AND (? IS NULL OR level = ?) AND (? = 0 OR acked_by IS NULL)",
+            (since, since, level and level.value, level and level.value, int(unacked)),
+            limit,
+        )
+
+    async def acknowledge(self, escalation_id: str, by: str, at: float) -> Escalation | None:
+        async with self._guard("acknowledge an escalation"):
+            await self.db.execute(
+                "UPDATE escalations SET acked_by = ?, acked_at = ? WHERE id = ? AND acked_by IS NULL",
+                (by, at, escalation_id),
+            )
+        found = await self._select_escalations("id = ?", (escalation_id,), 1)
+        return found[0] if found else None
+
+    async def mark_alerted(self, escalation_id: str, at: float) -> None:
+        async with self._guard("mark an alert as sent"):
+            await self.db.execute("UPDATE escalations SET alerted_at = ? WHERE id = ?", (at, escalation_id))
+
+    async def unalerted(self, limit: int = 100) -> list[Escalation]:
+        return await self._select_escalations("alerted_at IS NULL", (), limit)
 
 
 def open_store(path: Path | str | None) -> Store:

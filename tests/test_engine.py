@@ -175,3 +175,11 @@ async def test_forget_deletes_the_session_even_before_it_was_written(chat: Chat)
     assert await chat.engine.forget("test", "alice") == 0
     await chat.engine.sessions.flush()
     assert await chat.engine.sessions.store.load_session(chat.engine.user_key("test", "alice")) is None
+
+
+async def test_each_turn_is_counted_by_day_without_identity(chat: Chat) -> None:
+    for text in ("hi", "zxqv plorf", "i want to kill myself"):
+        await chat.say(text)
+    await chat.engine.sessions.flush()
+    counts = await chat.engine.sessions.store.counts("2027-01-15")
+    assert counts == {"messages": 3, "answers": 1, "fallbacks": 1, "escalations.crisis": 1}

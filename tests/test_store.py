@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bot.errors import StoreError
-from bot.models import Level, Session
-from bot.store import MIGRATIONS, Migration, SqliteStore, Store, check_migrations
+from bot.models import Escalation, Level, Session
+from bot.store import MIGRATIONS, MemoryStore, Migration, SqliteStore, Store, check_migrations
 
 
 def session(key: str = "k1", **changes) -> Session:
@@ -18,6 +18,20 @@ def session(key: str = "k1", **changes) -> Session:
     for name, value in changes.items():
         setattr(base, name, value)
     return base
+
+
+def escalation(escalation_id: str, **changes) -> Escalation:
+    fields = {
+        "id": escalation_id,
+        "at": 100.0,
+        "user_key": "k1",
+        "level": Level.CRISIS,
+        "category": "suicidal",
+        "rule": "suicide.word",
+        "channel": "test",
+        "resources": ("lifeline", "outside_us"),
+    }
+    return Escalation(**{**fields, **changes})
 
 
 class TestStoreContract:
@@ -53,6 +67,46 @@ class TestStoreContract:
         assert await store.forget("a") == 0
         assert await store.load_session("a") is None
         assert await store.load_session("b") is not None
+
+    async def test_escalations_read_back_in_time_order(self, store: Store) -> None:
+        await store.record_escalations([escalation("b", at=20.0), escalation("a", at=10.0, level=Level.IMMINENT)])
+        assert [e.id for e in await store.escalations()] == ["a", "b"]
+        assert await store.escalations() == [escalation("a", at=10.0, level=Level.IMMINENT), escalation("b", at=20.0)]
+
+    async def test_recording_the_same_escalation_twice_keeps_one(self, store: Store) -> None:
+        await store.record_escalations([escalation("a")])
+        await store.record_escalations([escalation("a", category="changed")])
+        assert [e.category for e in await store.escalations()] == ["suicidal"]
+
+    async def test_escalations_filter_by_time_level_and_acknowledgement(self, store: Store) -> None:
+        await store.record_escalations(
+            [escalation("a", at=10.0), escalation("b", at=20.0, level=Level.IMMINENT), escalation("c", at=30.0)]
+        )
+        await store.acknowledge("c", "sam", 31.0)
+        assert [e.id for e in await store.escalations(since=20.0)] == ["b", "c"]
+        assert [e.id for e in await store.escalations(level=Level.IMMINENT)] == ["b"]
+        assert [e.id for e in await store.escalations(unacked=True)] == ["a", "b"]
+        assert [e.id for e in await store.escalations(limit=1)] == ["a"]
+
+    async def test_the_first_acknowledgement_stays(self, store: Store) -> None:
+        await store.record_escalations([escalation("a")])
+        first = await store.acknowledge("a", "sam", 50.0)
+        again = await store.acknowledge("a", "kim", 60.0)
+        assert (first.acked_by, first.acked_at) == ("sam", 50.0)
+        assert again == first
+        assert await store.acknowledge("nope", "sam", 50.0) is None
+
+    async def test_alerts_owed_until_marked(self, store: Store) -> None:
+        await store.record_escalations([escalation("a", at=1.0), escalation("b", at=2.0)])
+        await store.mark_alerted("a", 5.0)
+        assert [e.id for e in await store.unalerted()] == ["b"]
+        assert (await store.escalations())[0].alerted_at == 5.0
+
+    async def test_forget_removes_the_persons_escalations(self, store: Store) -> None:
+        await store.save_sessions([session("k1")])
+        await store.record_escalations([escalation("a", user_key="k1"), escalation("b", user_key="k2")])
+        assert await store.forget("k1") == 2
+        assert [e.id for e in await store.escalations()] == ["b"]
 
     async def test_close_twice_is_harmless(self, store: Store) -> None:
         await store.close()
@@ -118,3 +172,12 @@ async def test_an_unopenable_file_is_a_store_error(tmp_path: Path) -> None:
 async def test_using_a_closed_store_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="not open"):
         await SqliteStore(tmp_path / "db.sqlite3").load_session("k1")
+
+
+async def test_daily_counts_add_up_per_day(tmp_path: Path) -> None:
+    for made in (MemoryStore(), SqliteStore(tmp_path / "db.sqlite3")):
+        async with made as store:
+            await store.add_counts({("2026-11-29", "messages"): 3, ("2026-11-30", "messages"): 1})
+            await store.add_counts({("2026-11-29", "messages"): 2, ("2026-11-29", "fallbacks"): 1})
+            assert await store.counts("2026-11-29") == {"messages": 5, "fallbacks": 1}
+            assert await store.counts("2026-12-01") == {}

@@ -10,12 +10,26 @@ from collections.abc import Callable
 from typing import TextIO
 
 from bot.engine import Engine
-from bot.models import Incoming, Reply, Suggestion
+from bot.escalation import Alerter
+from bot.models import Escalation, Incoming, Reply, Suggestion
 
 CHANNEL = "terminal"
 PROMPT = "you> "
 WELCOME = "Unhooked, in your terminal. Type a message, a topic number, or press Ctrl-D to leave."
 FAREWELL = "Take care of yourself."
+
+
+def stderr_alerter(stream: TextIO) -> Alerter:
+    """Operators' alerts for a terminal session: one line on stderr per escalation."""
+
+    async def alert(escalation: Escalation) -> None:
+        stream.write(
+            f"[operator alert] {escalation.level.value} escalation, category {escalation.category}, "
+            f"rule {escalation.rule}, person {escalation.user_key[:8]}, id {escalation.id}\n"
+        )
+        stream.flush()
+
+    return alert
 
 
 def render(reply: Reply, width: int | None) -> str:

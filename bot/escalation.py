@@ -1,0 +1,129 @@
+"""Escalations: recorded durably (the database, else the spool) and handed to the operators' alerter."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from bot.errors import StoreError
+from bot.models import Escalation
+from bot.spool import Spool, to_json
+from bot.store import Store
+
+log = logging.getLogger("unhooked.escalations")
+
+RECORD_TIMEOUT = 0.5
+"""Seconds to wait for the database before an escalation goes to the spool instead."""
+RETRY_EVERY = 30.0
+"""Seconds between attempts to deliver alerts that are still owed."""
+
+
+class Alerter(Protocol):
+    """Tells operators about an escalation; raises if the alert could not be delivered."""
+
+    def __call__(self, escalation: Escalation) -> Awaitable[None]: ...
+
+
+def log_line(escalation: Escalation) -> str:
+    """The structured log record of an escalation: no message text, no raw ids."""
+    record = json.loads(to_json(escalation))
+    record.pop("excerpt", None)
+    return json.dumps({"event": "escalation", **record}, sort_keys=True)
+
+
+class Escalator:
+    """Records each escalation before the crisis turn ends, and alerts operators in the background."""
+
+    def __init__(
+        self,
+        store: Store,
+        spool: Spool | None = None,
+        alerter: Alerter | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.spool = spool
+        self.alerter = alerter
+        self._clock = clock
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._in_flight: set[str] = set()
+
+    async def record(self, escalation: Escalation) -> None:
+        """Store the escalation in the database, or the spool if the database does not take it in time."""
+        log.warning(log_line(escalation))
+        try:
+            async with asyncio.timeout(RECORD_TIMEOUT):
+                await self.store.record_escalations([escalation])
+        except (StoreError, TimeoutError) as error:
+            self._spool(escalation, error)
+        self._spawn(self.deliver(escalation))
+
+    def _spool(self, escalation: Escalation, error: Exception) -> None:
+        if self.spool is None:
+            log.critical(
+                "escalation %s not stored (%s) and no spool is configured", escalation.id, type(error).__name__
+            )
+            return
+        try:
+            self.spool.append(escalation)
+            log.error("database did not take escalation %s (%s); spooled to %s", escalation.id, error, self.spool.path)
+        except OSError as spool_error:
+            log.critical("escalation %s could be stored nowhere: %s; %s", escalation.id, error, spool_error)
+
+    async def deliver(self, escalation: Escalation) -> None:
+        """Alert operators once; on success mark it alerted, on failure leave it owed for a retry."""
+        if self.alerter is None or escalation.id in self._in_flight:
+            return
+        self._in_flight.add(escalation.id)
+        try:
+            await self.alerter(escalation)
+        except Exception as error:
+            log.warning("alert for escalation %s not delivered (%s); will retry", escalation.id, type(error).__name__)
+            return
+        finally:
+            self._in_flight.discard(escalation.id)
+        try:
+            await self.store.mark_alerted(escalation.id, self._clock())
+        except StoreError as error:
+            log.error("alert for escalation %s delivered but not marked: %s", escalation.id, error)
+
+    async def deliver_owed(self) -> int:
+        """Try every alert still owed; return how many were attempted."""
+        if self.alerter is None:
+            return 0
+        try:
+            owed = await self.store.unalerted()
+        except StoreError as error:
+            log.error("cannot read owed alerts: %s", error)
+            return 0
+        for escalation in owed:
+            await self.deliver(escalation)
+        return len(owed)
+
+    async def retry_forever(self, every: float = RETRY_EVERY) -> None:
+        """Deliver owed alerts every ``every`` seconds until cancelled."""
+        while True:
+            await self.deliver_owed()
+            await asyncio.sleep(every)
+
+    def _spawn(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def aclose(self, grace: float = 5.0) -> None:
+        """Give alerts under way a moment to finish, then stop them."""
+        if not self._tasks:
+            return
+        _, pending = await asyncio.wait(set(self._tasks), timeout=grace)
+        for task in pending:
+            task.cancel()
+        for task in pending:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
