@@ -78,9 +78,11 @@ class Settings:
         return Settings(db_path=db_path, content_dir=self.content_dir, secret=self.secret)
 
     def secret_key(self) -> bytes:
-        """The hashing key: ``UNHOOKED_SECRET``, or a key kept in ``secret.key`` beside the database."""
+        """The hashing key: ``UNHOOKED_SECRET``, or a key kept in ``secret.key`` beside the database file."""
         if self.secret is not None:
             return self.secret.encode()
+        if self.spool_path is None:  # an in-memory database keeps nothing, so neither does its key
+            return secrets.token_hex(32).encode()
         path = self.db_path.parent / "secret.key"
         try:
             return path.read_bytes().strip()

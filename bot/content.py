@@ -126,8 +126,9 @@ class Catalog:
         ]
 
     def menu(self) -> list[Intent]:
-        """The intents offered as topics, in file order."""
-        return [intent for intent in self.intents.values() if intent.menu and intent.title]
+        """The intents offered as topics, in their menu order."""
+        listed = [intent for intent in self.intents.values() if intent.menu is not None]
+        return sorted(listed, key=lambda intent: (intent.menu, intent.id))
 
 
 @dataclass
@@ -204,11 +205,11 @@ class _Reader:
         self.fields(data, path, INTENT_FIELDS, "an intent")
         intent_id = self.identifier(data, path, ID_PATTERN, "")
         title = self.text(data, "title", path, required=False)
-        menu = data.get("menu", False)
-        if not isinstance(menu, bool):
-            self.error(path, data.lines["menu"], "'menu' must be true or false")
-            menu = False
-        if menu and title is None:
+        menu = data.get("menu")
+        if menu is not None and (isinstance(menu, bool) or not isinstance(menu, int) or menu < 1):
+            self.error(path, data.lines["menu"], "'menu' must be the topic's position in the menu: 1, 2, 3, ...")
+            menu = None
+        if menu is not None and title is None:
             self.error(path, data.lines["menu"], "an intent listed in the menu needs a `title:` to show on its button")
         action = data.get("action", "answer")
         if action not in ACTIONS:

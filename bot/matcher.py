@@ -12,7 +12,10 @@ Two scores are computed for every example and the higher one counts:
   example ("... why do I miss him if it was so bad") and takes it away from a short message
   that is a subset of an example ("miss"). It is only tried for messages of three words or
   more, and only on examples found through an index of content words, so its cost does not
-  grow with the whole catalogue.
+  grow with the whole catalogue. An example needs two content words for this ("hey" inside
+  "hey, why do I miss him" must not win).
+
+Content words are lightly stemmed on both sides, so "attached" meets "attachment".
 
 An intent's keyword, found as whole words in the message, lifts that intent to a fixed score.
 Below ``threshold``, or when the two best intents are within ``margin`` of each other, the
@@ -39,8 +42,28 @@ STOPWORDS = frozenset(
 
 MIN_CONTAIN_WORDS = 3
 """A message needs this many words before containment scoring is tried."""
+MIN_CONTAIN_CONTENT = 2
+"""An example needs this many content words to be found inside a longer message ("hey" never is)."""
 MIN_CONTAIN_COVERAGE = 0.6
 """An example is a containment candidate when this share of its content words is present."""
+
+_SUFFIXES = ("ingly", "edly", "ness", "ment", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s")
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper, so that "attached", "attachment" and "attaching" compare equal."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "ls":
+        word = word[:-1]
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
+
+
+def tokens_of(text: str) -> list[str]:
+    """The words the matcher compares: normalised, with content words stemmed."""
+    return [word if word in STOPWORDS else stem(word) for word in for_matching(text).split()]
 
 
 @dataclass(frozen=True)
@@ -84,16 +107,16 @@ class Matcher:
             for example in phrases.examples:
                 self._add(phrases.intent, example)
             for keyword in phrases.keywords:
-                tokens = tuple(for_matching(keyword).split())
+                tokens = tuple(tokens_of(keyword))
                 if tokens:
                     self._keywords.append((tokens, phrases.intent))
 
     def _add(self, intent: str, example: str) -> None:
-        normal = for_matching(example)
-        if not normal:
+        tokens = tokens_of(example)
+        if not tokens:
             return
+        normal = " ".join(tokens)
         position = len(self._owner)
-        tokens = normal.split()
         content = _content(tokens)
         self._owner.append(intent)
         self._raw.append(example)
@@ -105,11 +128,11 @@ class Matcher:
 
     def match(self, text: str) -> Match:
         """Return the best intent for ``text``, or no intent with the reason."""
-        normal = for_matching(text)
-        if not normal:
+        tokens = tokens_of(text)
+        if not tokens:
             return Match(intent=None, score=0.0, reason="empty")
+        normal = " ".join(tokens)
         best: dict[str, Candidate] = {}
-        tokens = normal.split()
 
         def offer(intent: str, score: float, example: str) -> None:
             current = best.get(intent)
@@ -132,14 +155,16 @@ class Matcher:
         return self._decide(sorted(best.values(), key=lambda c: c.score, reverse=True))
 
     def _containment_candidates(self, tokens: list[str]) -> list[tuple[int, float]]:
+        content = _content(tokens)
         hits: dict[int, int] = defaultdict(int)
-        for token in _content(tokens):
+        for token in content:
             for position in self._index.get(token, ()):
                 hits[position] += 1
         candidates = []
         for position, count in hits.items():
-            coverage = count / len(self._content[position])
-            if coverage >= MIN_CONTAIN_COVERAGE:
+            size = len(self._content[position])
+            coverage = count / size
+            if size >= MIN_CONTAIN_CONTENT and coverage >= MIN_CONTAIN_COVERAGE:
                 candidates.append((position, coverage))
         return candidates
 

@@ -168,8 +168,8 @@ class Intent:
     keywords: tuple[str, ...] = ()
     title: str | None = None
     """A short label for buttons and suggestions, e.g. "Why do I miss them?"."""
-    menu: bool = False
-    """Whether the intent is listed among the topics a person can pick."""
+    menu: int | None = None
+    """The intent's position among the topics a person can pick (1 = first), or ``None`` if not listed."""
     action: str = "answer"
     """``answer`` shows the next passage; ``continue`` goes on with the last topic."""
     path: Path = Path()

@@ -67,6 +67,15 @@ CONTRACTIONS: dict[str, str] = {
     "youre": "you are",
     "we're": "we are",
     "let's": "let us",
+    "he'll": "he will",
+    "she'll": "she will",
+    "they'll": "they will",
+    "he'd": "he would",
+    "she'd": "she would",
+    "they'd": "they would",
+    "they've": "they have",
+    "hes": "he is",
+    "shes": "she is",
     "y'all": "you all",
     "wanna": "want to",
     "gonna": "going to",
@@ -157,6 +166,28 @@ MISSPELLINGS: dict[str, str] = {
     "byee": "bye",
     "okk": "ok",
     "nocontact": "no contact",
+    "nc": "no contact",
+    "traumabond": "trauma bond",
+    "traumabonded": "trauma bonded",
+    "traumabonding": "trauma bonding",
+    "withdrawl": "withdrawal",
+    "overeacting": "overreacting",
+    "overeact": "overreact",
+    "disonance": "dissonance",
+    "dissonence": "dissonance",
+    "reinforcment": "reinforcement",
+    "intermitent": "intermittent",
+    "chemestry": "chemistry",
+    "chemisty": "chemistry",
+    "beleiving": "believing",
+    "beleive": "believe",
+    "belive": "believe",
+    "beter": "better",
+    "shud": "should",
+    "bak": "back",
+    "councelor": "counselor",
+    "councellor": "counsellor",
+    "greive": "grieve",
 }
 """Common misspellings seen in chat, folded to the spelling used in examples."""
 
@@ -166,12 +197,12 @@ PARTNER = "them"
 _PARTNER_PHRASES = (
     r"(?:my|our)\s+(?:ex[\s-]*)?(?:husband|hubby|wife|boyfriend|girlfriend|bf|gf|partner|spouse"
     r"|fiance|fiancee|fiancé|fiancée|significant other|lover|abuser|narcissist|narc|man|woman)",
-    r"(?:my|the)\s+(?:ex|abuser|narcissist|narc)",
+    r"(?:my|the)\s+(?:ex|abuser|narcissist|narc|x)",
     r"ex[\s-]+(?:husband|wife|boyfriend|girlfriend|bf|gf|partner|spouse|fiance|fiancee)",
     r"(?:husband|hubby|wife|boyfriend|girlfriend|partner|spouse|abuser|narcissist|narc|ex)",
     r"(?:him|her|them|he|she|they|his|hers|their|theirs|himself|herself|themselves|themself)",
 )
-_PARTNER = re.compile(r"\b(?:" + "|".join(_PARTNER_PHRASES) + r")\b")
+_PARTNER = re.compile(r"\b(?:" + "|".join(_PARTNER_PHRASES) + r")\b(?:'s)?")
 
 
 def fold(text: str) -> str:

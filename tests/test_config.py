@@ -47,3 +47,9 @@ def test_an_unwritable_data_folder_says_what_to_set(tmp_path: Path) -> None:
     settings = Settings.from_env({"UNHOOKED_DB": str(tmp_path / "blocked" / "bot.sqlite3")})
     with pytest.raises(ConfigError, match=r"blocked/secret\.key: Not a directory; set UNHOOKED_SECRET"):
         settings.secret_key()
+
+
+def test_an_in_memory_database_writes_no_secret_file(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert len(Settings.from_env({"UNHOOKED_DB": ":memory:"}).secret_key()) == 64
+    assert list(tmp_path.iterdir()) == []

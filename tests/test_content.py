@@ -58,6 +58,10 @@ def test_a_minimal_tree_loads(write_content: Writer) -> None:
             "intents/hello.yml:4: error: this is not valid content YAML",
         ),
         (
+            {"intents/hello.yml": INTENT.replace("title: Say hello", "title: Say hello\nmenu: yes")},
+            "intents/hello.yml:3: error: 'menu' must be the topic's position in the menu",
+        ),
+        (
             {"intents/hello.yml": INTENT.replace("examples:", "exampels:")},
             "intents/hello.yml:3: error: unknown field 'exampels' in an intent",
         ),
@@ -74,7 +78,7 @@ def test_a_minimal_tree_loads(write_content: Writer) -> None:
             "intents/hello.yml:1: error: intent 'hello' uses passage 'hello.missing', which no file under responses/",
         ),
         (
-            {"intents/hello.yml": INTENT.replace("title: Say hello\n", "menu: true\n")},
+            {"intents/hello.yml": INTENT.replace("title: Say hello\n", "menu: 1\n")},
             "intents/hello.yml:2: error: an intent listed in the menu needs a `title:`",
         ),
         (
@@ -120,6 +124,7 @@ def test_a_minimal_tree_loads(write_content: Writer) -> None:
     ],
     ids=[
         "bad-indentation",
+        "menu-not-a-position",
         "unknown-field",
         "empty-examples",
         "bad-id",

@@ -183,3 +183,9 @@ async def test_each_turn_is_counted_by_day_without_identity(chat: Chat) -> None:
     await chat.engine.sessions.flush()
     counts = await chat.engine.sessions.store.counts("2027-01-15")
     assert counts == {"messages": 3, "answers": 1, "fallbacks": 1, "escalations.crisis": 1}
+
+
+async def test_fallback_offers_the_first_topics_of_the_menu(chat: Chat, catalog: Catalog) -> None:
+    replies = await chat.say("zxqv plorf")
+    assert [s.intent for s in replies[0].suggestions] == [intent.id for intent in catalog.menu()[:3]]
+    assert [intent.menu for intent in catalog.menu()] == sorted(intent.menu for intent in catalog.menu())

@@ -59,14 +59,14 @@ def test_below_the_threshold_is_no_match_but_reports_the_best_guess(matcher: Mat
 
 
 def test_two_intents_too_close_is_ambiguous() -> None:
-    matcher = Matcher([IntentPhrases("a", ("tell me about grief",)), IntentPhrases("b", ("tell me about griefs",))])
+    matcher = Matcher([IntentPhrases("a", ("tell me about grief",)), IntentPhrases("b", ("tell me about griefz",))])
     match = matcher.match("tell me about grief")
     assert match.intent is None and match.reason == "ambiguous"
     assert {match.candidates[0].intent, match.runner_up} == {"a", "b"}
 
 
 def test_the_margin_is_a_setting() -> None:
-    intents = [IntentPhrases("a", ("tell me about grief",)), IntentPhrases("b", ("tell me about griefs",))]
+    intents = [IntentPhrases("a", ("tell me about grief",)), IntentPhrases("b", ("tell me about griefz",))]
     assert Matcher(intents, MatcherSettings(margin=0.0)).match("tell me about grief").intent == "a"
 
 
@@ -88,3 +88,12 @@ def test_explanations_name_the_example_that_matched(matcher: Matcher) -> None:
 def test_empty_and_emoji_only_messages_are_empty(matcher: Matcher) -> None:
     assert matcher.match("").reason == "empty"
     assert matcher.match("🙂 🙂").reason == "empty"
+
+
+def test_a_one_word_example_is_never_found_inside_a_longer_message(matcher: Matcher) -> None:
+    assert matcher.match("hello why do I miss him so much").intent == "miss_them"
+
+
+def test_stemming_lets_word_forms_meet() -> None:
+    matcher = Matcher([IntentPhrases("a", ("why am i so attached",)), IntentPhrases("b", ("what is the weather",))])
+    assert matcher.match("why am i so attachment").intent == "a"
