@@ -33,6 +33,8 @@ from bot.store import Store
 log = logging.getLogger("unhooked.engine")
 
 MAX_SUGGESTIONS = 3
+GUESS_WITHIN = 15.0
+"""A fallback suggests the best guess first when it scored within this much of the threshold."""
 CRISIS_READ_TIMEOUT = 0.25
 """Seconds a crisis turn waits for the person's session before going on without it."""
 
@@ -174,7 +176,8 @@ class Engine:
         return Reply(passage.text, ReplyKind.ANSWER, suggestions, source)
 
     def _fallback(self, catalog: Catalog, match: Match) -> Reply:
-        guesses = [c.intent for c in match.candidates[:2] if catalog.intents[c.intent].title]
+        near = self.matcher.settings.threshold - GUESS_WITHIN if self.matcher else 0
+        guesses = [c.intent for c in match.candidates[:2] if catalog.intents[c.intent].title and c.score >= near]
         if match.reason == "ambiguous" and len(guesses) == 2:
             return Reply(UNSURE_BETWEEN, ReplyKind.FALLBACK, self._menu(catalog, guesses, fill=False))
         return Reply(NOT_UNDERSTOOD, ReplyKind.FALLBACK, self._menu(catalog, guesses[:1]))
