@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bot.errors import ConfigError
@@ -33,6 +33,19 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
     return value
 
 
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, e.g. {name}={default:g}; it is {raw!r}") from None
+    if not 0 <= value < float("inf"):
+        raise ConfigError(f"{name} must be 0 (off) or a number of seconds, e.g. {name}={default:g}; it is {raw!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the core needs to run, whatever the adapter."""
@@ -43,6 +56,8 @@ class Settings:
     """The folder holding ``intents/``, ``responses/`` and ``source/`` (``UNHOOKED_CONTENT_DIR``)."""
     secret: str | None = None
     """The key for hashing user ids (``UNHOOKED_SECRET``); generated into the data folder if unset."""
+    reload_seconds: float = 3.0
+    """How often a running bot looks for edited content files (``UNHOOKED_RELOAD_SECONDS``); 0 turns it off."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -62,7 +77,8 @@ class Settings:
                 "characters (e.g. the output of `python -c 'import secrets; print(secrets.token_hex(32))'`), "
                 "or unset it to have one generated in the data folder"
             )
-        return cls(db_path=db_path, content_dir=content_dir, secret=secret)
+        reload_seconds = _seconds(env, "UNHOOKED_RELOAD_SECONDS", cls.reload_seconds)
+        return cls(db_path=db_path, content_dir=content_dir, secret=secret, reload_seconds=reload_seconds)
 
     @property
     def spool_path(self) -> Path | None:
@@ -75,7 +91,7 @@ class Settings:
         """The same settings with another database file (a ``--db`` option)."""
         if db_path is None:
             return self
-        return Settings(db_path=db_path, content_dir=self.content_dir, secret=self.secret)
+        return replace(self, db_path=db_path)
 
     def secret_key(self) -> bytes:
         """The hashing key: ``UNHOOKED_SECRET``, or a key kept in ``secret.key`` beside the database file."""

@@ -79,6 +79,11 @@ def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> _Seq:
 _Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 _Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
 
+YamlMap = _Map
+"""What ``read_yaml`` makes of a mapping: a dict with ``line`` and ``lines`` (the line of each key)."""
+YamlList = _Seq
+"""What ``read_yaml`` makes of a sequence: a list with ``line`` and ``lines`` (the line of each item)."""
+
 
 def read_yaml(path: Path) -> tuple[Any, list[Problem]]:
     """Parse one YAML file safely; return its data (or ``None``) and any problems."""
@@ -276,6 +281,10 @@ class _Reader:
             path=path,
             line=item.line,
         )
+
+
+FieldReader = _Reader
+"""The field checks of this loader, for other YAML files read the same way (``bot.lint``, ``bot.conversations``)."""
 
 
 def _files(folder: Path) -> list[Path]:

@@ -9,10 +9,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from bot.config import Settings
-from bot.content import read_content
 from bot.engine import Engine
 from bot.errors import StoreError
 from bot.escalation import Alerter, Escalator
+from bot.lint import check_content
+from bot.reload import ContentAlert, ContentWatcher, log_problems
 from bot.spool import Spool
 from bot.store import MemoryStore, Store, open_store
 
@@ -36,16 +37,20 @@ async def _open(store: Store, spool: Spool | None) -> Store:
 
 @asynccontextmanager
 async def running_engine(
-    settings: Settings, store: Store | None = None, alerter: Alerter | None = None
+    settings: Settings,
+    store: Store | None = None,
+    alerter: Alerter | None = None,
+    content_alert: ContentAlert | None = None,
 ) -> AsyncIterator[Engine]:
     """An engine over the configured content and store, closed cleanly on exit.
 
     Broken content or an unusable database do not stop the bot: it starts with what works,
-    logs what does not, and crisis replies go out either way.
+    logs what does not, and crisis replies go out either way. Content is served only when
+    ``check`` finds no error in it, at start as on every reload; edited content files are
+    reloaded every ``settings.reload_seconds`` and ``content_alert`` hears of refused reloads.
     """
-    catalog, problems = read_content(settings.content_dir)
-    for problem in problems:
-        log.log(logging.ERROR if problem.level == "error" else logging.WARNING, "content: %s", problem)
+    catalog, problems = check_content(settings.content_dir)
+    log_problems(problems)
     if catalog is None:
         log.error("content did not load; only crisis replies and notices will be sent until it is fixed")
     secret = settings.secret_key()
@@ -54,9 +59,17 @@ async def running_engine(
     escalator = Escalator(store, spool, alerter)
     engine = Engine(store, secret, catalog, escalator=escalator)
     retry = asyncio.create_task(escalator.retry_forever(), name="alert-retry") if alerter else None
+    watcher = None
+    if settings.reload_seconds > 0:
+        watcher = ContentWatcher(
+            engine, settings.content_dir, interval=settings.reload_seconds, on_refused=content_alert
+        )
+        watcher.start()
     try:
         yield engine
     finally:
+        if watcher is not None:
+            await watcher.aclose()
         if retry is not None:
             retry.cancel()
             with contextlib.suppress(asyncio.CancelledError):

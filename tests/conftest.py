@@ -93,3 +93,79 @@ def write_content(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
         return root
 
     return write
+
+
+MINI_ARTICLE = """\
+Some days are harder than others. That is where this begins.
+First Heading
+Missing someone is not proof you should go back. It is proof your brain is still adjusting.
+Second Heading
+The cravings come in waves, and each wave is shorter than the last.
+"""
+
+MINI_CONTENT = {
+    "source/article.yml": 'title: "A test article"\nfile: article.txt\n',
+    "source/article.txt": MINI_ARTICLE,
+    "policy/banned_advice.yml": (
+        "rules:\n"
+        "  - reason: relationship advice with an abusive partner\n"
+        "    phrases:\n"
+        "      - couples therapy\n"
+        "      - give them another chance\n"
+    ),
+    "intents/hello.yml": (
+        "id: hello\n"
+        "title: Say hello\n"
+        "examples:\n"
+        "  - hello there\n"
+        "  - good morning to you\n"
+        "responses:\n"
+        "  - hello.reply\n"
+    ),
+    "intents/miss.yml": (
+        "id: miss\n"
+        "title: Why do I miss them?\n"
+        "examples:\n"
+        "  - why do I miss him so much\n"
+        "  - I keep missing her every day\n"
+        "keywords:\n"
+        "  - miss them\n"
+        "responses:\n"
+        "  - miss.proof\n"
+        "  - miss.waves\n"
+    ),
+    "responses/chat.yml": (
+        "passages:\n"
+        "  - id: hello.reply\n"
+        "    source: bot\n"
+        "    text: Hello. What is on your mind?\n"
+        "    follow_ups: [miss]\n"
+    ),
+    "responses/miss.yml": (
+        "passages:\n"
+        "  - id: miss.proof\n"
+        "    section: First Heading\n"
+        "    text: >-\n"
+        "      Missing someone is not proof you should go back.\n"
+        "  - id: miss.waves\n"
+        "    section: Second Heading\n"
+        "    text: The cravings come in waves, and each wave is shorter than the last.\n"
+    ),
+    "tests/conversations/hello.yaml": "intent: hello\ntests:\n  - hello there friend\n  - good morning to you all\n",
+    "tests/conversations/miss.yaml": (
+        "intent: miss\ntests:\n  - why do i miss her so much\n  - text: i keep missing him every day\n"
+        "    reply_contains: not proof\n"
+    ),
+}
+"""A tiny content tree that passes every check: two intents, an article, a policy and test sentences."""
+
+
+@pytest.fixture
+def mini_content(write_content: Callable[[dict[str, str]], Path]) -> Callable[..., Path]:
+    """Write the tiny content tree, with some files replaced (``None`` removes one), and return its root."""
+
+    def write(changes: dict[str, str | None] | None = None) -> Path:
+        files = {**MINI_CONTENT, **(changes or {})}
+        return write_content({path: text for path, text in files.items() if text is not None})
+
+    return write

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -85,6 +87,28 @@ def test_check_passes_on_the_shipped_content(tmp_path: Path) -> None:
     assert "0 errors" in result.stdout
 
 
+def test_check_lists_problems_by_file_relative_to_the_working_folder(tmp_path: Path) -> None:
+    result = run("check", tmp=tmp_path)
+    lines = result.stdout.splitlines()
+    assert re.fullmatch(r"\d+ intents, \d+ passages: 0 errors, \d+ warnings", lines[-1])
+    assert lines[0].startswith("intents/")
+    assert lines[:-1] == sorted(lines[:-1], key=lambda line: (line.split(":")[0], int(line.split(":")[1])))
+
+
+def test_check_runs_the_content_checks_and_fails_on_banned_advice(tmp_path: Path) -> None:
+    content = tmp_path / "content"
+    for folder in ("intents", "responses", "source", "policy"):
+        shutil.copytree(REPO / folder, content / folder)
+    passages = content / "responses" / "conversation.yml"
+    passages.write_text(passages.read_text().replace("Take care of yourself.", "Just leave."))
+    line = passages.read_text().splitlines().index("  - id: goodbye.take_care") + 1
+    result = run("check", "--tests", str(tmp_path / "none"), env={"UNHOOKED_CONTENT_DIR": str(content)}, tmp=tmp_path)
+    assert result.returncode == 1
+    assert f"{passages}:{line}: error: passage 'goodbye.take_care' contains 'just leave'" in result.stdout
+    assert f"{tmp_path}/none:1: note: there is no test sentences folder here" in result.stdout
+    assert re.fullmatch(r"\d+ intents, \d+ passages: 1 errors, \d+ warnings, 1 notes", result.stdout.splitlines()[-1])
+
+
 def test_check_fails_with_file_and_line(tmp_path: Path) -> None:
     content = tmp_path / "content"
     (content / "intents").mkdir(parents=True)
@@ -93,6 +117,61 @@ def test_check_fails_with_file_and_line(tmp_path: Path) -> None:
     result = run("check", env={"UNHOOKED_CONTENT_DIR": str(content)}, tmp=tmp_path)
     assert result.returncode == 1
     assert f"{content}/intents/x.yml:4: error:" in result.stdout
+
+
+def test_match_explain_shows_what_the_matcher_saw_and_its_top_three(tmp_path: Path) -> None:
+    result = run("match", "--explain", "Why do I keep checking HER instagram?", tmp=tmp_path)
+    lines = result.stdout.splitlines()
+    assert "matcher saw: why do i keep check them instagram" in lines
+    top = lines.index("top intents:")
+    assert lines[top + 1].split()[:3] == ["1.", "cravings", "100.0"]
+    assert "'I keep checking his instagram'" in lines[top + 1]
+    assert [line.split()[0] for line in lines[top + 1 : top + 4]] == ["1.", "2.", "3."]
+
+
+def test_match_explain_json_adds_candidates_and_keeps_the_stable_fields(tmp_path: Path) -> None:
+    result = run("match", "--json", "--explain", "i want to die", "is it love or a trauma bond", tmp=tmp_path)
+    crisis, love = (json.loads(line) for line in result.stdout.splitlines())
+    stable = {"text", "intent", "score", "runner_up", "runner_up_score", "reason", "crisis", "replies"}
+    assert set(crisis) == set(love) == {*stable, "candidates", "normalized"}
+    assert crisis["crisis"]["level"] == "crisis" and crisis["intent"] is None
+    assert love["candidates"][0] == {"intent": love["intent"], "score": love["score"], "example": ANY_EXAMPLE(love)}
+    assert len(love["candidates"]) == 3
+
+
+def ANY_EXAMPLE(row: dict) -> str:
+    return row["candidates"][0]["example"]
+
+
+def test_eval_prints_tables_and_a_json_document(tmp_path: Path) -> None:
+    text = run("eval", tmp=tmp_path)
+    assert text.returncode == 0, text.stderr
+    for heading in ("accuracy ", "false-match rate", "Per intent", "Most confused", "Threshold and margin sweep"):
+        assert heading in text.stdout
+    assert "running " in text.stderr and "sentences..." in text.stderr
+    document = json.loads(run("eval", "--json", tmp=tmp_path).stdout)
+    assert document["sentences"] == sum(row["sentences"] for row in document["intents"])
+    assert document["out_of_scope"]["messages"] >= 40
+    assert {row["threshold"] for row in document["sweep"]} >= {60.0, 72.0, 85.0}
+    assert {row["margin"] for row in document["sweep"]} >= {0.0, 4.0, 8.0}
+    assert f"accuracy          {document['accuracy']:.1%}" in text.stdout
+
+
+def test_eval_can_rewrite_the_known_failures_list(tmp_path: Path) -> None:
+    folder = tmp_path / "conversations"
+    shutil.copytree(REPO / "tests" / "conversations", folder)
+    (folder / "_known_failures.yaml").write_text("failures: []\n")
+    result = run("eval", "--tests", str(folder), "--update-known-failures", tmp=tmp_path)
+    assert result.returncode == 0, result.stderr
+    written = (folder / "_known_failures.yaml").read_text()
+    assert written == (REPO / "tests" / "conversations" / "_known_failures.yaml").read_text()
+    assert f"wrote {folder}/_known_failures.yaml:" in result.stderr
+
+
+def test_eval_without_test_sentences_says_what_to_pass(tmp_path: Path) -> None:
+    result = run("eval", "--tests", str(tmp_path / "nowhere"), tmp=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"unhooked: there are no test sentences in {tmp_path}/nowhere; pass --tests DIR")
 
 
 def test_a_bad_setting_is_one_sentence_not_a_traceback(tmp_path: Path) -> None:

@@ -53,3 +53,13 @@ def test_an_in_memory_database_writes_no_secret_file(tmp_path: Path, monkeypatch
     monkeypatch.chdir(tmp_path)
     assert len(Settings.from_env({"UNHOOKED_DB": ":memory:"}).secret_key()) == 64
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_reload_interval_is_read_and_checked() -> None:
+    assert Settings.from_env({}).reload_seconds == 3.0
+    assert Settings.from_env({"UNHOOKED_RELOAD_SECONDS": "0"}).reload_seconds == 0
+    assert Settings.from_env({"UNHOOKED_RELOAD_SECONDS": "1.5"}).reload_seconds == 1.5
+    with pytest.raises(ConfigError, match=r"UNHOOKED_RELOAD_SECONDS must be a number of seconds, e\.g\. .*=3"):
+        Settings.from_env({"UNHOOKED_RELOAD_SECONDS": "often"})
+    with pytest.raises(ConfigError, match=r"UNHOOKED_RELOAD_SECONDS must be 0 \(off\) or a number of seconds"):
+        Settings.from_env({"UNHOOKED_RELOAD_SECONDS": "-1"})

@@ -12,6 +12,7 @@ from typing import TextIO
 from bot.engine import Engine
 from bot.escalation import Alerter
 from bot.models import Escalation, Incoming, Reply, Suggestion
+from bot.reload import ContentAlert, Reload
 
 CHANNEL = "terminal"
 PROMPT = "you> "
@@ -27,6 +28,16 @@ def stderr_alerter(stream: TextIO) -> Alerter:
             f"[operator alert] {escalation.level.value} escalation, category {escalation.category}, "
             f"rule {escalation.rule}, person {escalation.user_key[:8]}, id {escalation.id}\n"
         )
+        stream.flush()
+
+    return alert
+
+
+def stderr_content_alert(stream: TextIO) -> ContentAlert:
+    """Operators' alert for a refused content reload: the ``check`` output of its errors, on stderr."""
+
+    async def alert(result: Reload) -> None:
+        stream.write("".join(f"[content] {line}\n" for line in result.describe().splitlines()))
         stream.flush()
 
     return alert
