@@ -318,9 +318,9 @@ def report(evaluation: Evaluation, rows: Sequence[SweepRow]) -> str:
             ["expected", "went to", "count", "for example"],
             [(a, b, len(texts), texts[0][:60]) for a, b, texts in e.confused()],
         ),
-        "Threshold and margin sweep (intent only; * = in use):",
+        "Threshold and margin sweep (intent only):",
         table(
-            ["threshold", "margin", "accuracy", "fallbacks", "false matches", ""],
+            ["threshold", "margin", "accuracy", "fallbacks", "false matches", "in use"],
             [
                 (
                     f"{r.threshold:g}",

@@ -356,8 +356,12 @@ def hotline_numbers(root: Path) -> Iterator[Problem]:
                         break
 
 
-def lint(catalog: Catalog, root: Path, tests_dir: Path | None = None) -> list[Problem]:
-    """Every check on loaded content; ``tests_dir`` defaults to ``tests/conversations`` under ``root``."""
+def lint(catalog: Catalog, root: Path, tests_dir: Path | None = None, *, collisions: bool = True) -> list[Problem]:
+    """Every check on loaded content; ``tests_dir`` defaults to ``tests/conversations`` under ``root``.
+
+    ``collisions=False`` leaves out the near-collision check: it only warns, and it costs the most
+    (every example against every other intent), so the serving path skips it.
+    """
     tests_dir = root / TESTS_DIR if tests_dir is None else tests_dir
     article, problems = read_article(root)
     banned, banned_problems = read_banned_advice(root)
@@ -365,7 +369,8 @@ def lint(catalog: Catalog, root: Path, tests_dir: Path | None = None) -> list[Pr
     problems += banned_problems + sentence_problems
     problems += unused_passages(catalog)
     problems += duplicate_examples(catalog)
-    problems += near_collisions(catalog)
+    if collisions:
+        problems += near_collisions(catalog)
     problems += sentence_coverage(catalog, sentences, tests_dir)
     if article is not None:
         problems += not_verbatim(catalog, article)
@@ -376,13 +381,19 @@ def lint(catalog: Catalog, root: Path, tests_dir: Path | None = None) -> list[Pr
     return problems
 
 
-def check_content(root: Path, tests_dir: Path | None = None) -> tuple[Catalog | None, list[Problem]]:
-    """Load and lint the content under ``root``; the catalogue is ``None`` when there is any error."""
+def check_content(
+    root: Path, tests_dir: Path | None = None, *, collisions: bool = False
+) -> tuple[Catalog | None, list[Problem]]:
+    """Load and lint the content under ``root``; the catalogue is ``None`` when there is any error.
+
+    This is what decides whether content is served, at start and on every reload, so by default
+    it leaves out the near-collision warnings (``python -m bot check`` lists them).
+    """
     catalog, problems = read_content(root)
     if catalog is None:
         return None, problems
     try:
-        problems += lint(catalog, root, tests_dir)
+        problems += lint(catalog, root, tests_dir, collisions=collisions)
     except Exception as error:  # a bug in a check must not stop the bot: crisis replies work without content
         log.exception("the content checks failed")
         problems.append(_error(root, 1, f"the content checks failed ({error!r}); report this as a bug"))

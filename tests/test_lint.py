@@ -247,3 +247,9 @@ def test_a_check_that_crashes_refuses_the_content_instead_of_stopping_the_bot(
     assert [str(p) for p in problems] == [
         f"{root}:1: error: the content checks failed (RuntimeError('a bug in a check')); report this as a bug"
     ]
+
+
+def test_serving_leaves_out_the_near_collision_warnings_that_check_lists(mini_content: Mini) -> None:
+    root = mini_content({"intents/hello.yml": HELLO.replace("  - good morning", "  - I keep missing you\n  - good")})
+    assert check_content(root)[1] == []
+    assert [problem.level for problem in check_content(root, collisions=True)[1]] == ["warning"]
