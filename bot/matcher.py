@@ -54,6 +54,8 @@ def stem(word: str) -> str:
     """A light suffix stripper, so that "attached", "attachment" and "attaching" compare equal."""
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith(("ss", "us", "is")):
+                break
             word = word[: -len(suffix)]
             break
     if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "ls":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.matcher import IntentPhrases, Matcher, MatcherSettings
+from bot.matcher import IntentPhrases, Matcher, MatcherSettings, stem
 
 INTENTS = [
     IntentPhrases("miss_them", ("why do I miss her if it was so bad", "I miss him so much"), ("missing them",)),
@@ -97,3 +97,8 @@ def test_a_one_word_example_is_never_found_inside_a_longer_message(matcher: Matc
 def test_stemming_lets_word_forms_meet() -> None:
     matcher = Matcher([IntentPhrases("a", ("why am i so attached",)), IntentPhrases("b", ("what is the weather",))])
     assert matcher.match("why am i so attachment").intent == "a"
+
+
+def test_word_forms_stem_alike() -> None:
+    assert len({stem(word) for word in ("miss", "missing", "misses", "missed")}) == 1
+    assert len({stem(word) for word in ("crave", "craving", "cravings")}) == 1
