@@ -1,4 +1,4 @@
-"""Command line: ``python -m bot chat|match|check``; the only place that exits."""
+"""Command line: ``python -m bot chat|match|check|run``; the only place that exits."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 from bot import __version__
 from bot.adapters.terminal import TerminalChat, stderr_alerter
-from bot.config import Settings
+from bot.config import Settings, TelegramSettings
 from bot.content import read_content
 from bot.engine import Outcome
 from bot.errors import BotError
@@ -30,6 +31,12 @@ EXAMPLES = {
   python -m bot match "why do I miss him if it was so bad"
   python -m bot match --json "should I go back" "hello"
   python -m bot match --json < sentences.txt""",
+    "run": """examples:
+  TELEGRAM_BOT_TOKEN=123456789:AAE... python -m bot run
+  python -m bot run --webhook   # needs UNHOOKED_WEBHOOK_URL and UNHOOKED_WEBHOOK_SECRET
+
+Settings come from the environment; .env.example lists them all.
+SIGTERM or Ctrl-C stops cleanly: updates already fetched are answered first.""",
     "check": """examples:
   python -m bot check
   UNHOOKED_CONTENT_DIR=../my-content python -m bot check""",
@@ -65,6 +72,14 @@ def _parser() -> argparse.ArgumentParser:
     match.add_argument("--json", action="store_true", help="print one JSON object per message")
     match.set_defaults(handler=_match)
 
+    run = command("run", "Run the bot on Telegram: long polling, or webhook with --webhook.")
+    run.add_argument(
+        "--webhook",
+        action="store_true",
+        help="serve Telegram webhooks on UNHOOKED_WEBHOOK_LISTEN:UNHOOKED_WEBHOOK_PORT instead of polling",
+    )
+    run.set_defaults(handler=_run)
+
     check = command("check", "Check the content files and print every problem as path:line: level: message.")
     check.set_defaults(handler=_check)
     return parser
@@ -80,6 +95,31 @@ def _chat(args: argparse.Namespace) -> int:
             await chat.run()
 
     asyncio.run(talk())
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from bot.adapters.telegram_run import run_telegram  # imports python-telegram-bot only for this command
+
+    settings = Settings.from_env()
+    telegram = TelegramSettings.from_env()
+    if args.webhook:
+        telegram.check_webhook()
+
+    async def serve() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def on_signal(number: signal.Signals) -> None:
+            logging.getLogger("unhooked").warning("%s: answering what was fetched, then stopping", number.name)
+            stop.set()
+            loop.remove_signal_handler(number)  # a second signal stops at once
+
+        for number in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(number, on_signal, number)
+        return await run_telegram(settings, telegram, webhook=args.webhook, stop=stop)
+
+    asyncio.run(serve())
     return 0
 
 
