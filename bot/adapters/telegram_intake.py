@@ -52,7 +52,13 @@ def lane_of(update: Update) -> int:
 
 
 class Journal:
-    """Writes each update down before it can be lost, and drops its text once it is answered."""
+    """Writes each update down before it can be lost, and drops its text once it is answered.
+
+    A journal row carries no person or chat key: once answered it is an update id and two times, which
+    say nothing about anyone. So ``/forget`` has nothing to delete here: that person's earlier updates are
+    already answered (a chat's updates are answered in order), and the ``/forget`` update's own text goes
+    the moment it is answered, like every other.
+    """
 
     def __init__(self, store: Store, clock: Callable[[], float] = time.time) -> None:
         self.store = store
