@@ -283,9 +283,9 @@ class FakeBotApi:
 
     say = send
 
-    def edit(self, user_id: int, message_id: int, text: str) -> int:
+    def edit(self, user_id: int, message_id: int, text: str, *, chat_id: int | None = None) -> int:
         """A person edits an earlier message; return the update id."""
-        chat = self._chat(user_id, None)
+        chat = self._chat(user_id, chat_id)
         message = {
             "message_id": message_id,
             "from": _user(user_id),
@@ -294,6 +294,7 @@ class FakeBotApi:
             "edit_date": self.now(),
             "text": text,
         }
+        self.messages[(chat["id"], message_id)].text = text
         return self.enqueue({"edited_message": message})
 
     def tap(self, user_id: int, message: Sent, data: str) -> str:

@@ -175,6 +175,19 @@ async def test_in_a_group_the_bot_says_once_that_it_talks_in_private(tg: Running
     assert await tg.store.tell_group_once(tg.bot.key(GROUP), 0.0) is False
 
 
+async def test_a_crisis_in_a_group_gets_the_resources_card_even_after_the_notice(tg: Running) -> None:
+    tg.api.send(ALICE, "hello", chat_id=GROUP)
+    tg.api.send(BOB, "i want to kill myself", chat_id=GROUP)
+    tg.api.send(BOB, "sorry", chat_id=GROUP)
+    tg.api.edit(BOB, 3, "I want to die", chat_id=GROUP)
+    await tg.settle()
+    notice, card, edited_card = tg.api.sent(GROUP)
+    assert notice.text.startswith("Hello. I only talk in private chats")
+    assert card.text == edited_card.text and card.text.startswith("Here is who you can reach, any time.")
+    assert "988" in card.text and "kill myself" not in card.text
+    assert await tg.store.escalations() == []
+
+
 async def test_forget_asks_first_and_no_keeps_everything(tg: Running) -> None:
     await say(tg, ALICE, "why do I miss him")
     [ask] = await say(tg, ALICE, "/forget")

@@ -32,7 +32,7 @@ from bot.config import Settings, TelegramSettings
 from bot.engine import APOLOGY, Engine
 from bot.errors import StoreError
 from bot.escalation import Alerter
-from bot.models import Escalation, Incoming, ReplyKind, Suggestion
+from bot.models import Detection, Escalation, Incoming, Level, ReplyKind, Suggestion
 from bot.reload import reload_content
 from bot.sessions import day_of
 
@@ -183,18 +183,26 @@ class TelegramBot:
         message = update.effective_message
         await self.answer(update, self._incoming(update, message.text or message.caption or ""))
 
+    @staticmethod
+    def _screen(update: Update) -> Detection | None:
+        """The crisis screen on a message's words (a caption too); a failing screen counts as a crisis."""
+        message = update.effective_message
+        text = (message.text or message.caption) if message is not None else None
+        if not text:
+            return None
+        try:
+            return safety.detect(text)
+        except Exception:
+            return safety.SCREEN_FAILED
+
     async def on_edit(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """An edited message is answered again only if the crisis screen sees something in the new words."""
-        message = update.edited_message
-        text = (message.text or message.caption) if message is not None else None
-        if not text or message.chat.type != ChatType.PRIVATE:
-            return
-        try:
-            worth_it = safety.detect(text) is not None
-        except Exception:  # the engine answers a failed screen with crisis resources
-            worth_it = True
-        if worth_it:
-            await self.answer(update, self._incoming(update, text))
+        chat = update.effective_chat
+        if chat is not None and chat.type != ChatType.PRIVATE:
+            await self.on_group(update, context)
+        elif self._screen(update) is not None:
+            message = update.effective_message
+            await self.answer(update, self._incoming(update, message.text or message.caption))
 
     async def on_other(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Stickers, photos, voice, locations...: a kind line saying the bot reads text."""
@@ -205,9 +213,17 @@ class TelegramBot:
         await self.send(update, [plain(text)])
 
     async def on_group(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """In a group the bot says once that it only talks in private, then stays silent."""
+        """In a group the bot says once that it only talks in private, then stays silent, except for a crisis."""
         chat = update.effective_chat
         if chat is None or chat.id == self.telegram.operator_chat_id:
+            return
+        detection = self._screen(update)
+        if detection is not None and detection.level.rank >= Level.CRISIS.rank:
+            # The crisis screen outranks the silence. The engine's crisis reply would speak to one person
+            # in front of others, so the group gets the neutral resources card; nothing is stored.
+            await self.send(update, [plain(texts.CRISIS)], CRISIS)
+            return
+        if update.edited_message is not None:
             return
         key = self.key(chat.id)
         if key in self._told_groups:
