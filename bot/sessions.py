@@ -39,6 +39,7 @@ class Sessions:
         self.flush_delay = flush_delay
         self._dirty: dict[str, Session] = {}
         self._writing: dict[str, Session] = {}
+        self._flushing = asyncio.Lock()
         """Sessions of the batch being written: no longer dirty, not yet in the store, still the latest."""
         self._counts: Counter[tuple[str, str]] = Counter()
         self._wake = asyncio.Event()
@@ -84,7 +85,15 @@ class Sessions:
         self._writing.pop(user_key, None)
 
     async def flush(self) -> None:
-        """Write every changed session and count now; raises ``StoreError`` if the store refuses."""
+        """Write every changed session and count now; raises ``StoreError`` if the store refuses.
+
+        A flush already under way (the background writer's) is waited for first, so that when this returns
+        everything changed before the call is in the store.
+        """
+        async with self._flushing:
+            await self._flush()
+
+    async def _flush(self) -> None:
         if self._dirty:
             batch, self._dirty = self._dirty, {}
             self._writing.update(batch)
