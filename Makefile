@@ -21,8 +21,8 @@ $(VENV)/.dev: pyproject.toml | $(BIN)/python
 chat: $(VENV)/.runtime  ## talk to the bot in this terminal
 	$(BIN)/python -m bot chat
 
-run: $(VENV)/.runtime  ## run the Telegram bot (needs TELEGRAM_BOT_TOKEN)
-	$(BIN)/python -m bot run
+run: $(VENV)/.runtime  ## run the Telegram bot (needs TELEGRAM_BOT_TOKEN; reads .env if there is one)
+	@if [ -f .env ]; then set -a; . ./.env; set +a; fi; exec $(BIN)/python -m bot run
 
 check: $(VENV)/.runtime  ## check the content files
 	$(BIN)/python -m bot check

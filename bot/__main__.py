@@ -1,4 +1,4 @@
-"""Command line: ``python -m bot chat|match|check|eval``; the only place that exits."""
+"""Command line: ``python -m bot chat|match|check|eval|run``; the only place that exits."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
@@ -15,7 +16,7 @@ from typing import Any
 
 from bot import __version__, evaluate
 from bot.adapters.terminal import TerminalChat, stderr_alerter, stderr_content_alert
-from bot.config import Settings
+from bot.config import Settings, TelegramSettings
 from bot.content import read_content
 from bot.conversations import KNOWN_FAILURES, read_sentences
 from bot.engine import Engine, Outcome
@@ -35,6 +36,12 @@ EXAMPLES = {
   python -m bot match --json "should I go back" "hello"
   python -m bot match --json < sentences.txt
   python -m bot match --explain 'i keep checking her instagram'""",
+    "run": """examples:
+  TELEGRAM_BOT_TOKEN=123456789:AAE... python -m bot run
+  python -m bot run --webhook   # needs UNHOOKED_WEBHOOK_URL and UNHOOKED_WEBHOOK_SECRET
+
+Settings come from the environment; .env.example lists them all.
+SIGTERM or Ctrl-C stops cleanly: updates already fetched are answered first.""",
     "check": """examples:
   python -m bot check
   UNHOOKED_CONTENT_DIR=../my-content python -m bot check
@@ -80,6 +87,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     match.set_defaults(handler=_match)
 
+    run = command("run", "Run the bot on Telegram: long polling, or webhook with --webhook.")
+    run.add_argument(
+        "--webhook",
+        action="store_true",
+        help="serve Telegram webhooks on UNHOOKED_WEBHOOK_LISTEN:UNHOOKED_WEBHOOK_PORT instead of polling",
+    )
+    run.set_defaults(handler=_run)
+
     check = command("check", "Check the content files and print every problem as path:line: level: message.")
     tests_help = "the folder of test sentences (default: tests/conversations in the content folder)"
     check.add_argument("--tests", type=Path, metavar="DIR", help=tests_help)
@@ -108,6 +123,31 @@ def _chat(args: argparse.Namespace) -> int:
             await chat.run()
 
     asyncio.run(talk())
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from bot.adapters.telegram_run import run_telegram  # imports python-telegram-bot only for this command
+
+    settings = Settings.from_env()
+    telegram = TelegramSettings.from_env()
+    if args.webhook:
+        telegram.check_webhook()
+
+    async def serve() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def on_signal(number: signal.Signals) -> None:
+            logging.getLogger("unhooked").warning("%s: answering what was fetched, then stopping", number.name)
+            stop.set()
+            loop.remove_signal_handler(number)  # a second signal stops at once
+
+        for number in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(number, on_signal, number)
+        return await run_telegram(settings, telegram, webhook=args.webhook, stop=stop)
+
+    asyncio.run(serve())
     return 0
 
 

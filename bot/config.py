@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
+from urllib.parse import urlsplit
 
 from bot.errors import ConfigError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 MIN_SECRET_CHARS = 16
+Number = TypeVar("Number", int, float)
 
 
 def default_content_dir() -> Path:
@@ -20,30 +24,33 @@ def default_content_dir() -> Path:
     return bundled if bundled.is_dir() else PACKAGE_DIR.parent
 
 
-def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+def _number(
+    env: Mapping[str, str], name: str, default: Number, parse: Callable[[str], Number], kind: str, zero: str = ""
+) -> Number:
+    """A number setting; ``zero`` names what 0 means when 0 is allowed (e.g. "off")."""
     raw = env.get(name, "").strip()
     if not raw:
         return default
     try:
-        value = int(raw)
+        value = parse(raw)
     except ValueError:
-        raise ConfigError(f"{name} must be a whole number, e.g. {name}={default}; it is {raw!r}") from None
-    if value <= 0:
-        raise ConfigError(f"{name} must be greater than zero, e.g. {name}={default}; it is {value}")
+        raise ConfigError(f"{name} must be {kind}, e.g. {name}={default:g}; it is {raw!r}") from None
+    if not (value >= 0 if zero else value > 0) or value == float("inf"):
+        allowed = f"0 ({zero}) or more" if zero else "greater than zero"
+        raise ConfigError(f"{name} must be {allowed}, e.g. {name}={default:g}; it is {raw}")
     return value
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    return _number(env, name, default, int, "a whole number")
+
+
+def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:
+    return _number(env, name, default, float, "a number")
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be a number of seconds, e.g. {name}={default:g}; it is {raw!r}") from None
-    if not 0 <= value < float("inf"):
-        raise ConfigError(f"{name} must be 0 (off) or a number of seconds, e.g. {name}={default:g}; it is {raw!r}")
-    return value
+    return _number(env, name, default, float, "a number of seconds", zero="off")
 
 
 @dataclass(frozen=True)
@@ -121,3 +128,146 @@ class Settings:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(key + b"\n")
         return key
+
+
+def _chat_id(env: Mapping[str, str], name: str, example: str) -> int | None:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(
+            f"{name} must be a numeric Telegram id, e.g. {name}={example}; it is {raw!r} "
+            "(a @username does not work here)"
+        ) from None
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in {"1", "true", "yes", "on"}:
+        return True
+    if raw in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigError(f"{name} must be true or false, e.g. {name}={'true' if default else 'false'}; it is {raw!r}")
+
+
+_TOKEN = re.compile(r"^\d+:[A-Za-z0-9_-]+$")
+_WEBHOOK_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+MIN_WEBHOOK_SECRET_CHARS = 16
+
+
+@dataclass(frozen=True)
+class TelegramSettings:
+    """What the Telegram adapter needs on top of ``Settings``; the token never appears in a repr or a log."""
+
+    token: str = field(repr=False)
+    """The bot's token from @BotFather (``TELEGRAM_BOT_TOKEN``)."""
+    api_base_url: str | None = None
+    """A self-hosted Bot API server (``TELEGRAM_API_BASE_URL``), e.g. ``http://127.0.0.1:8081/bot``."""
+    operator_chat_id: int | None = None
+    """Where escalation alerts go (``UNHOOKED_OPERATOR_CHAT_ID``); none means no alerts."""
+    admin_ids: frozenset[int] = frozenset()
+    """Telegram user ids that may use /stats and /reload (``UNHOOKED_ADMIN_IDS``)."""
+    protect_content: bool = True
+    """Replies cannot be forwarded or saved (``UNHOOKED_PROTECT_CONTENT``)."""
+    webhook_url: str | None = None
+    """The public https address Telegram posts updates to (``UNHOOKED_WEBHOOK_URL``); webhook mode only."""
+    webhook_secret: str | None = field(default=None, repr=False)
+    """Sent by Telegram in ``X-Telegram-Bot-Api-Secret-Token`` (``UNHOOKED_WEBHOOK_SECRET``)."""
+    webhook_listen: str = "127.0.0.1"
+    """The address the webhook server binds (``UNHOOKED_WEBHOOK_LISTEN``)."""
+    webhook_port: int = 8080
+    """The port the webhook server binds (``UNHOOKED_WEBHOOK_PORT``)."""
+    poll_timeout: float = 30.0
+    """Seconds one long poll waits for updates (``UNHOOKED_POLL_TIMEOUT``)."""
+    request_timeout: float = 10.0
+    """Seconds to wait for Telegram to accept or answer one request (``UNHOOKED_REQUEST_TIMEOUT``)."""
+    sends_per_second: float = 25.0
+    """Outgoing requests per second for the whole bot, below Telegram's ~30 (``UNHOOKED_SENDS_PER_SECOND``)."""
+    retry_max_delay: float = 30.0
+    """The longest pause between retries of a failing request (``UNHOOKED_RETRY_MAX_DELAY``)."""
+    max_concurrent_chats: int = 32
+    """How many people are answered at the same time (``UNHOOKED_MAX_CONCURRENT_CHATS``)."""
+    shutdown_grace: float = 10.0
+    """Seconds a stop waits for replies still being sent (``UNHOOKED_SHUTDOWN_GRACE``)."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> TelegramSettings:
+        """Read and check the Telegram settings; raise ``ConfigError`` with what to set."""
+        env = os.environ if env is None else env
+        token = env.get("TELEGRAM_BOT_TOKEN", "").strip()
+        if not token:
+            raise ConfigError(
+                "TELEGRAM_BOT_TOKEN is not set; set it to the token @BotFather gave you "
+                "(it looks like 123456789:AAE...), e.g. in .env (see .env.example)"
+            )
+        if not _TOKEN.match(token):
+            raise ConfigError(
+                "TELEGRAM_BOT_TOKEN does not look like a bot token; set it to the whole token from @BotFather, "
+                "digits, a colon, then letters (123456789:AAE...), without quotes or spaces"
+            )
+        base_url = env.get("TELEGRAM_API_BASE_URL", "").strip() or None
+        if base_url is not None and not base_url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"TELEGRAM_API_BASE_URL must start with http:// or https://, e.g. http://127.0.0.1:8081/bot; "
+                f"it is {base_url!r}; unset it to use api.telegram.org"
+            )
+        if base_url is not None and urlsplit(base_url).path in {"", "/"}:
+            base_url = base_url.rstrip("/") + "/bot"  # the Bot API path; PTB appends the token to it
+        admins = set()
+        for part in env.get("UNHOOKED_ADMIN_IDS", "").replace(",", " ").split():
+            try:
+                admins.add(int(part))
+            except ValueError:
+                raise ConfigError(
+                    "UNHOOKED_ADMIN_IDS must be numeric Telegram user ids separated by commas, "
+                    f"e.g. UNHOOKED_ADMIN_IDS=11111111,22222222; {part!r} is not one"
+                ) from None
+        return cls(
+            token=token,
+            api_base_url=base_url,
+            operator_chat_id=_chat_id(env, "UNHOOKED_OPERATOR_CHAT_ID", "-1001234567890"),
+            admin_ids=frozenset(admins),
+            protect_content=_flag(env, "UNHOOKED_PROTECT_CONTENT", True),
+            webhook_url=env.get("UNHOOKED_WEBHOOK_URL", "").strip() or None,
+            webhook_secret=env.get("UNHOOKED_WEBHOOK_SECRET", "").strip() or None,
+            webhook_listen=env.get("UNHOOKED_WEBHOOK_LISTEN", "").strip() or "127.0.0.1",
+            webhook_port=_positive_int(env, "UNHOOKED_WEBHOOK_PORT", 8080),
+            poll_timeout=_positive_float(env, "UNHOOKED_POLL_TIMEOUT", 30.0),
+            request_timeout=_positive_float(env, "UNHOOKED_REQUEST_TIMEOUT", 10.0),
+            sends_per_second=_positive_float(env, "UNHOOKED_SENDS_PER_SECOND", 25.0),
+            retry_max_delay=_positive_float(env, "UNHOOKED_RETRY_MAX_DELAY", 30.0),
+            max_concurrent_chats=_positive_int(env, "UNHOOKED_MAX_CONCURRENT_CHATS", 32),
+            shutdown_grace=_positive_float(env, "UNHOOKED_SHUTDOWN_GRACE", 10.0),
+        )
+
+    def check_webhook(self) -> None:
+        """Refuse webhook mode without a public https address and a long enough secret token."""
+        if not self.webhook_url:
+            raise ConfigError(
+                "webhook mode needs UNHOOKED_WEBHOOK_URL: set it to the public https address Telegram should "
+                "post updates to, e.g. UNHOOKED_WEBHOOK_URL=https://bot.example.org/telegram"
+            )
+        if not self.webhook_url.startswith(("https://", "http://")):
+            raise ConfigError(
+                f"UNHOOKED_WEBHOOK_URL must be a full address starting with https://; it is {self.webhook_url!r}"
+            )
+        if not self.webhook_secret or not _WEBHOOK_SECRET.match(self.webhook_secret):
+            raise ConfigError(
+                "webhook mode needs UNHOOKED_WEBHOOK_SECRET: set it to 16 to 256 letters, digits, _ or - "
+                "(e.g. the output of `python -c 'import secrets; print(secrets.token_urlsafe(32))'`); "
+                "Telegram sends it with every update and requests without it are refused"
+            )
+        if len(self.webhook_secret) < MIN_WEBHOOK_SECRET_CHARS:
+            raise ConfigError(
+                f"UNHOOKED_WEBHOOK_SECRET is {len(self.webhook_secret)} characters long; set it to at least "
+                f"{MIN_WEBHOOK_SECRET_CHARS} random letters, digits, _ or -"
+            )
+
+    @property
+    def webhook_path(self) -> str:
+        """The path part of ``webhook_url``, where the webhook server listens (``/`` if it has none)."""
+        return urlsplit(self.webhook_url or "").path or "/"

@@ -38,6 +38,9 @@ class Sessions:
         self.read_timeout = read_timeout
         self.flush_delay = flush_delay
         self._dirty: dict[str, Session] = {}
+        self._writing: dict[str, Session] = {}
+        self._flushing = asyncio.Lock()
+        """Sessions of the batch being written: no longer dirty, not yet in the store, still the latest."""
         self._counts: Counter[tuple[str, str]] = Counter()
         self._wake = asyncio.Event()
         self._flusher: asyncio.Task[None] | None = None
@@ -50,7 +53,7 @@ class Sessions:
 
     async def get(self, user_key: str, now: float, *, timeout: float | None = None) -> Session:
         """The person's session, or a new one if there is none or the store does not answer in time."""
-        waiting = self._dirty.get(user_key)
+        waiting = self._dirty.get(user_key) or self._writing.get(user_key)
         if waiting is not None:
             return waiting
         try:
@@ -79,17 +82,31 @@ class Sessions:
     def drop(self, user_key: str) -> None:
         """Forget a changed session before it is written (the person asked to be forgotten)."""
         self._dirty.pop(user_key, None)
+        self._writing.pop(user_key, None)
 
     async def flush(self) -> None:
-        """Write every changed session and count now; raises ``StoreError`` if the store refuses."""
+        """Write every changed session and count now; raises ``StoreError`` if the store refuses.
+
+        A flush already under way (the background writer's) is waited for first, so that when this returns
+        everything changed before the call is in the store.
+        """
+        async with self._flushing:
+            await self._flush()
+
+    async def _flush(self) -> None:
         if self._dirty:
             batch, self._dirty = self._dirty, {}
+            self._writing.update(batch)
             try:
                 await self.store.save_sessions(list(batch.values()))
             except BaseException:
                 for key, session in batch.items():
                     self._dirty.setdefault(key, session)
                 raise
+            finally:
+                for key, session in batch.items():
+                    if self._writing.get(key) is session:
+                        del self._writing[key]
         if self._counts:
             counts, self._counts = self._counts, Counter()
             try:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import re
 import sqlite3
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -83,6 +84,40 @@ class Store(ABC):
     async def unalerted(self, limit: int = 100) -> list[Escalation]:
         """Escalations whose alert is still owed, oldest first."""
 
+    @abstractmethod
+    async def record_updates(self, updates: Sequence[tuple[int, str]], at: float) -> list[int]:
+        """Journal incoming updates as (update id, raw JSON), all or none; return the ids not journalled before."""
+
+    @abstractmethod
+    async def answer_update(
+        self, update_id: int, at: float, chat_key: str | None = None, message_ids: Sequence[int] = ()
+    ) -> None:
+        """Mark an update answered (its text goes, its id stays) and remember the chat's message ids for /erase."""
+
+    @abstractmethod
+    async def unanswered_updates(self) -> list[tuple[int, str]]:
+        """Journalled updates not answered yet, as (update id, raw JSON), oldest first."""
+
+    @abstractmethod
+    async def purge_updates(self, before: float) -> int:
+        """Delete the ids of updates answered before ``before``; return how many went."""
+
+    @abstractmethod
+    async def message_ids(self, chat_key: str) -> list[int]:
+        """The remembered message ids of a chat, oldest first."""
+
+    @abstractmethod
+    async def drop_message_ids(self, chat_key: str) -> int:
+        """Forget every remembered message id of a chat; return how many went."""
+
+    @abstractmethod
+    async def purge_message_ids(self, before: float) -> int:
+        """Forget message ids remembered before ``before`` (too old to delete anyway); return how many went."""
+
+    @abstractmethod
+    async def tell_group_once(self, group_key: str, at: float) -> bool:
+        """Record that a group was told the bot only talks in private; ``True`` only the first time."""
+
 
 def _copy(session: Session) -> Session:
     return dataclasses.replace(session, shown=set(session.shown))
@@ -95,6 +130,9 @@ class MemoryStore(Store):
         self._sessions: dict[str, Session] = {}
         self._escalations: dict[str, Escalation] = {}
         self._counts: Counter[tuple[str, str]] = Counter()
+        self._updates: dict[int, _Update] = {}
+        self._message_ids: dict[tuple[str, int], float] = {}
+        self._told_groups: dict[str, float] = {}
 
     async def open(self) -> None:
         """Nothing to open."""
@@ -114,7 +152,7 @@ class MemoryStore(Store):
         gone = [key for key, escalation in self._escalations.items() if escalation.user_key == user_key]
         for key in gone:
             del self._escalations[key]
-        return len(gone) + (1 if self._sessions.pop(user_key, None) else 0)
+        return len(gone) + (1 if self._sessions.pop(user_key, None) else 0) + await self.drop_message_ids(user_key)
 
     async def add_counts(self, counts: Mapping[tuple[str, str], int]) -> None:
         self._counts.update(counts)
@@ -149,6 +187,63 @@ class MemoryStore(Store):
 
     async def unalerted(self, limit: int = 100) -> list[Escalation]:
         return [e for e in await self.escalations() if e.alerted_at is None][:limit]
+
+    async def record_updates(self, updates: Sequence[tuple[int, str]], at: float) -> list[int]:
+        raw = dict(updates)
+        fresh = [update_id for update_id in raw if update_id not in self._updates]
+        for update_id in fresh:
+            self._updates[update_id] = _Update(at, raw[update_id])
+        return fresh
+
+    async def answer_update(
+        self, update_id: int, at: float, chat_key: str | None = None, message_ids: Sequence[int] = ()
+    ) -> None:
+        found = self._updates.get(update_id)
+        if found is not None:
+            self._updates[update_id] = _Update(found.received_at, None, at)
+        if chat_key is not None:
+            for message_id in message_ids:
+                self._message_ids.setdefault((chat_key, message_id), at)
+
+    async def unanswered_updates(self) -> list[tuple[int, str]]:
+        return [(key, row.raw) for key, row in sorted(self._updates.items()) if row.raw is not None]
+
+    async def purge_updates(self, before: float) -> int:
+        gone = [key for key, row in self._updates.items() if row.answered_at is not None and row.answered_at < before]
+        for key in gone:
+            del self._updates[key]
+        return len(gone)
+
+    async def message_ids(self, chat_key: str) -> list[int]:
+        found = [(at, message_id) for (chat, message_id), at in self._message_ids.items() if chat == chat_key]
+        return [message_id for _, message_id in sorted(found)]
+
+    async def drop_message_ids(self, chat_key: str) -> int:
+        gone = [key for key in self._message_ids if key[0] == chat_key]
+        for key in gone:
+            del self._message_ids[key]
+        return len(gone)
+
+    async def purge_message_ids(self, before: float) -> int:
+        gone = [key for key, at in self._message_ids.items() if at < before]
+        for key in gone:
+            del self._message_ids[key]
+        return len(gone)
+
+    async def tell_group_once(self, group_key: str, at: float) -> bool:
+        if group_key in self._told_groups:
+            return False
+        self._told_groups[group_key] = at
+        return True
+
+
+@dataclass(frozen=True)
+class _Update:
+    """One journalled update in the memory store."""
+
+    received_at: float
+    raw: str | None
+    answered_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -207,6 +302,37 @@ MIGRATIONS: tuple[Migration, ...] = (
                 PRIMARY KEY (day, name)
             ) WITHOUT ROWID""",
         ),
+    ),
+    Migration(
+        "0010_updates",
+        (
+            # The Telegram update journal: an update is written here before Telegram is told it arrived,
+            # its text (raw) is set to NULL once it is answered, and its id stays a while to deduplicate.
+            """CREATE TABLE updates (
+                update_id INTEGER PRIMARY KEY,
+                received_at REAL NOT NULL,
+                raw TEXT,
+                answered_at REAL
+            )""",
+            "CREATE INDEX updates_answered_at ON updates (answered_at)",
+        ),
+    ),
+    Migration(
+        "0011_message_ids",
+        (
+            # Message ids (never text) of a chat's last 48 hours, so /erase can delete them on Telegram.
+            """CREATE TABLE message_ids (
+                chat_key TEXT NOT NULL,
+                message_id INTEGER NOT NULL,
+                at REAL NOT NULL,
+                PRIMARY KEY (chat_key, message_id)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX message_ids_at ON message_ids (at)",
+        ),
+    ),
+    Migration(
+        "0012_told_groups",
+        ("CREATE TABLE told_groups (chat_key TEXT PRIMARY KEY, told_at REAL NOT NULL) WITHOUT ROWID",),
     ),
 )
 
@@ -285,6 +411,8 @@ class SqliteStore(Store):
         self.path = Path(path)
         self._migrations = migrations
         self._db: aiosqlite.Connection | None = None
+        self._writing = asyncio.Lock()
+        """One transaction at a time: concurrent callers share one connection, and SQLite refuses nested BEGINs."""
 
     @property
     def db(self) -> aiosqlite.Connection:
@@ -302,13 +430,14 @@ class SqliteStore(Store):
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[None]:
-        await self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            await self.db.execute("ROLLBACK")
-            raise
-        await self.db.execute("COMMIT")
+        async with self._writing:
+            await self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                await self.db.execute("ROLLBACK")
+                raise
+            await self.db.execute("COMMIT")
 
     async def open(self) -> None:
         if self._db is not None:
@@ -405,7 +534,8 @@ class SqliteStore(Store):
         async with self._guard("delete a person's data"), self._transaction():
             sessions = await self.db.execute("DELETE FROM sessions WHERE user_key = ?", (user_key,))
             escalations = await self.db.execute("DELETE FROM escalations WHERE user_key = ?", (user_key,))
-            return sessions.rowcount + escalations.rowcount
+            message_ids = await self.db.execute("DELETE FROM message_ids WHERE chat_key = ?", (user_key,))
+            return sessions.rowcount + escalations.rowcount + message_ids.rowcount
 
     async def add_counts(self, counts: Mapping[tuple[str, str], int]) -> None:
         async with self._guard("add to daily counts"), self._transaction():
@@ -444,7 +574,7 @@ class SqliteStore(Store):
         )
 
     async def acknowledge(self, escalation_id: str, by: str, at: float) -> Escalation | None:
-        async with self._guard("acknowledge an escalation"):
+        async with self._guard("acknowledge an escalation"), self._transaction():
             await self.db.execute(
                 "UPDATE escalations SET acked_by = ?, acked_at = ? WHERE id = ? AND acked_by IS NULL",
                 (by, at, escalation_id),
@@ -453,11 +583,79 @@ class SqliteStore(Store):
         return found[0] if found else None
 
     async def mark_alerted(self, escalation_id: str, at: float) -> None:
-        async with self._guard("mark an alert as sent"):
+        async with self._guard("mark an alert as sent"), self._transaction():
             await self.db.execute("UPDATE escalations SET alerted_at = ? WHERE id = ?", (at, escalation_id))
 
     async def unalerted(self, limit: int = 100) -> list[Escalation]:
         return await self._select_escalations("alerted_at IS NULL", (), limit)
+
+    async def record_updates(self, updates: Sequence[tuple[int, str]], at: float) -> list[int]:
+        raw = dict(updates)
+        if not raw:
+            return []
+        marks = ", ".join("?" * len(raw))
+        async with self._guard("journal updates"), self._transaction():
+            query = f"SELECT update_id FROM updates WHERE update_id IN ({marks})"  # noqa: S608 (only ? marks)
+            async with self.db.execute(query, tuple(raw)) as cursor:
+                known = {row[0] async for row in cursor}
+            fresh = [update_id for update_id in raw if update_id not in known]
+            await self.db.executemany(
+                "INSERT INTO updates (update_id, received_at, raw) VALUES (?, ?, ?)",
+                [(update_id, at, raw[update_id]) for update_id in fresh],
+            )
+        return fresh
+
+    async def answer_update(
+        self, update_id: int, at: float, chat_key: str | None = None, message_ids: Sequence[int] = ()
+    ) -> None:
+        async with self._guard("mark an update answered"), self._transaction():
+            await self.db.execute(
+                "UPDATE updates SET raw = NULL, answered_at = ? WHERE update_id = ? AND answered_at IS NULL",
+                (at, update_id),
+            )
+            if chat_key is not None and message_ids:
+                await self.db.executemany(
+                    "INSERT OR IGNORE INTO message_ids (chat_key, message_id, at) VALUES (?, ?, ?)",
+                    [(chat_key, message_id, at) for message_id in message_ids],
+                )
+
+    async def unanswered_updates(self) -> list[tuple[int, str]]:
+        async with (
+            self._guard("read unanswered updates"),
+            self.db.execute("SELECT update_id, raw FROM updates WHERE raw IS NOT NULL ORDER BY update_id") as cursor,
+        ):
+            return [(update_id, raw) async for update_id, raw in cursor]
+
+    async def purge_updates(self, before: float) -> int:
+        async with self._guard("purge answered updates"), self._transaction():
+            cursor = await self.db.execute("DELETE FROM updates WHERE answered_at < ?", (before,))
+            return cursor.rowcount
+
+    async def message_ids(self, chat_key: str) -> list[int]:
+        async with (
+            self._guard("read message ids"),
+            self.db.execute(
+                "SELECT message_id FROM message_ids WHERE chat_key = ? ORDER BY at, message_id", (chat_key,)
+            ) as cursor,
+        ):
+            return [row[0] async for row in cursor]
+
+    async def drop_message_ids(self, chat_key: str) -> int:
+        async with self._guard("forget message ids"), self._transaction():
+            cursor = await self.db.execute("DELETE FROM message_ids WHERE chat_key = ?", (chat_key,))
+            return cursor.rowcount
+
+    async def purge_message_ids(self, before: float) -> int:
+        async with self._guard("purge old message ids"), self._transaction():
+            cursor = await self.db.execute("DELETE FROM message_ids WHERE at < ?", (before,))
+            return cursor.rowcount
+
+    async def tell_group_once(self, group_key: str, at: float) -> bool:
+        async with self._guard("remember a group"), self._transaction():
+            cursor = await self.db.execute(
+                "INSERT OR IGNORE INTO told_groups (chat_key, told_at) VALUES (?, ?)", (group_key, at)
+            )
+            return cursor.rowcount == 1
 
 
 def open_store(path: Path | str | None) -> Store:

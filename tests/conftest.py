@@ -1,9 +1,10 @@
-"""Shared fixtures: the shipped content, both stores, an engine, and a transcript-style chat."""
+"""Shared fixtures: the shipped content, both stores, an engine, a transcript-style chat, the fake Bot API."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -12,6 +13,10 @@ from bot.content import Catalog, load_catalog
 from bot.engine import Engine
 from bot.models import Incoming, Reply
 from bot.store import MemoryStore, SqliteStore, Store
+
+if TYPE_CHECKING:
+    from tests.fake_bot_api import FakeBotApi
+    from tests.telegram_harness import Running
 
 REPO = PACKAGE_DIR.parent
 SECRET = b"test-secret-0123456789abcdef"
@@ -169,3 +174,21 @@ def mini_content(write_content: Callable[[dict[str, str]], Path]) -> Callable[..
         return write_content({path: text for path, text in files.items() if text is not None})
 
     return write
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[FakeBotApi]:
+    """A fake Telegram Bot API server on 127.0.0.1."""
+    from tests.fake_bot_api import FakeBotApi  # here, not above: it imports python-telegram-bot's world
+
+    async with FakeBotApi() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def tg(api: FakeBotApi, tmp_path: Path) -> AsyncIterator[Running]:
+    """The real Telegram bot running against ``api``, on a fresh database."""
+    from tests.telegram_harness import telegram_bot  # it imports this module
+
+    async with telegram_bot(api, tmp_path) as running:
+        yield running

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from bot.config import Settings, default_content_dir
+from bot.config import Settings, TelegramSettings, default_content_dir
 from bot.errors import ConfigError
 from tests.conftest import REPO
 
@@ -61,5 +62,87 @@ def test_the_reload_interval_is_read_and_checked() -> None:
     assert Settings.from_env({"UNHOOKED_RELOAD_SECONDS": "1.5"}).reload_seconds == 1.5
     with pytest.raises(ConfigError, match=r"UNHOOKED_RELOAD_SECONDS must be a number of seconds, e\.g\. .*=3"):
         Settings.from_env({"UNHOOKED_RELOAD_SECONDS": "often"})
-    with pytest.raises(ConfigError, match=r"UNHOOKED_RELOAD_SECONDS must be 0 \(off\) or a number of seconds"):
+    with pytest.raises(ConfigError, match=r"UNHOOKED_RELOAD_SECONDS must be 0 \(off\) or more"):
         Settings.from_env({"UNHOOKED_RELOAD_SECONDS": "-1"})
+
+
+TOKEN_ENV = {"TELEGRAM_BOT_TOKEN": "123456789:AAE-abc_DEF"}
+
+
+def test_telegram_settings_read_every_variable() -> None:
+    settings = TelegramSettings.from_env(
+        {
+            **TOKEN_ENV,
+            "TELEGRAM_API_BASE_URL": "http://127.0.0.1:8081",
+            "UNHOOKED_OPERATOR_CHAT_ID": "-1001234",
+            "UNHOOKED_ADMIN_IDS": "11, 22,33",
+            "UNHOOKED_PROTECT_CONTENT": "no",
+            "UNHOOKED_WEBHOOK_URL": "https://bot.example.org/hook/tg",
+            "UNHOOKED_WEBHOOK_SECRET": "x" * 20,
+            "UNHOOKED_WEBHOOK_PORT": "9000",
+            "UNHOOKED_POLL_TIMEOUT": "2.5",
+            "UNHOOKED_SENDS_PER_SECOND": "10",
+            "UNHOOKED_MAX_CONCURRENT_CHATS": "4",
+        }
+    )
+    assert settings.api_base_url == "http://127.0.0.1:8081/bot"
+    assert settings.operator_chat_id == -1001234 and settings.admin_ids == {11, 22, 33}
+    assert settings.protect_content is False and settings.webhook_port == 9000
+    assert settings.poll_timeout == 2.5 and settings.sends_per_second == 10.0 and settings.max_concurrent_chats == 4
+    assert settings.webhook_path == "/hook/tg"
+    settings.check_webhook()
+
+
+def test_telegram_defaults_and_the_token_stays_out_of_the_repr() -> None:
+    settings = TelegramSettings.from_env(TOKEN_ENV)
+    assert (settings.api_base_url, settings.operator_chat_id, settings.admin_ids) == (None, None, frozenset())
+    assert settings.protect_content is True and settings.poll_timeout == 30.0
+    assert "AAE-abc_DEF" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({}, "TELEGRAM_BOT_TOKEN is not set; set it to the token @BotFather gave you"),
+        ({"TELEGRAM_BOT_TOKEN": "'123:abc'"}, "TELEGRAM_BOT_TOKEN does not look like a bot token"),
+        ({**TOKEN_ENV, "TELEGRAM_API_BASE_URL": "127.0.0.1:8081"}, "TELEGRAM_API_BASE_URL must start with http://"),
+        ({**TOKEN_ENV, "UNHOOKED_OPERATOR_CHAT_ID": "@ops"}, "UNHOOKED_OPERATOR_CHAT_ID must be a numeric Telegram id"),
+        ({**TOKEN_ENV, "UNHOOKED_PROTECT_CONTENT": "maybe"}, "UNHOOKED_PROTECT_CONTENT must be true or false"),
+        (
+            {**TOKEN_ENV, "UNHOOKED_POLL_TIMEOUT": "soon"},
+            "UNHOOKED_POLL_TIMEOUT must be a number, e.g. UNHOOKED_POLL_TIMEOUT=30",
+        ),
+        ({**TOKEN_ENV, "UNHOOKED_SENDS_PER_SECOND": "0"}, "UNHOOKED_SENDS_PER_SECOND must be greater than zero"),
+    ],
+)
+def test_a_bad_telegram_setting_says_what_to_set(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        TelegramSettings.from_env(env)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({}, "webhook mode needs UNHOOKED_WEBHOOK_URL"),
+        ({"UNHOOKED_WEBHOOK_URL": "bot.example.org"}, "UNHOOKED_WEBHOOK_URL must be a full address"),
+        ({"UNHOOKED_WEBHOOK_URL": "https://x.org/t"}, "webhook mode needs UNHOOKED_WEBHOOK_SECRET"),
+        (
+            {"UNHOOKED_WEBHOOK_URL": "https://x.org/t", "UNHOOKED_WEBHOOK_SECRET": "a b"},
+            "needs UNHOOKED_WEBHOOK_SECRET",
+        ),
+        ({"UNHOOKED_WEBHOOK_URL": "https://x.org/t", "UNHOOKED_WEBHOOK_SECRET": "short"}, "is 5 characters long"),
+    ],
+)
+def test_webhook_mode_needs_an_address_and_a_secret(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        TelegramSettings.from_env({**TOKEN_ENV, **env}).check_webhook()
+
+
+def test_every_setting_is_in_env_example_and_the_readme() -> None:
+    read = set()
+    for path in (REPO / "bot").rglob("*.py"):
+        read |= set(re.findall(r"\b(?:UNHOOKED|TELEGRAM)_[A-Z_]+\b", path.read_text()))
+    example = (REPO / ".env.example").read_text()
+    readme = (REPO / "README.md").read_text()
+    assert sorted(name for name in read if f"\n{name}=" not in example) == []
+    assert sorted(name for name in read if f"`{name}`" not in readme) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -108,6 +109,51 @@ class TestStoreContract:
         assert await store.forget("k1") == 2
         assert [e.id for e in await store.escalations()] == ["b"]
 
+    async def test_journalled_updates_are_new_once_and_unanswered_until_answered(self, store: Store) -> None:
+        assert await store.record_updates([(3, '{"update_id": 3}'), (1, '{"update_id": 1}')], 10.0) == [3, 1]
+        assert await store.record_updates([(1, "again"), (2, '{"update_id": 2}')], 11.0) == [2]
+        assert await store.unanswered_updates() == [
+            (1, '{"update_id": 1}'),
+            (2, '{"update_id": 2}'),
+            (3, '{"update_id": 3}'),
+        ]
+        await store.answer_update(2, 12.0)
+        assert [update_id for update_id, _ in await store.unanswered_updates()] == [1, 3]
+        assert await store.record_updates([(2, '{"update_id": 2}')], 13.0) == []
+        assert await store.record_updates([], 13.0) == []
+
+    async def test_answered_update_ids_are_purged_after_a_while(self, store: Store) -> None:
+        await store.record_updates([(1, "{}"), (2, "{}"), (3, "{}")], 10.0)
+        await store.answer_update(1, 20.0)
+        await store.answer_update(2, 40.0)
+        assert await store.purge_updates(before=30.0) == 1
+        assert await store.record_updates([(1, "{}"), (2, "{}")], 50.0) == [1]
+        assert [update_id for update_id, _ in await store.unanswered_updates()] == [1, 3]
+
+    async def test_message_ids_are_remembered_per_chat_when_an_update_is_answered(self, store: Store) -> None:
+        await store.record_updates([(1, "{}")], 10.0)
+        await store.answer_update(1, 10.0, "chat-a", [5, 6])
+        await store.answer_update(2, 20.0, "chat-a", [7, 6])
+        await store.answer_update(3, 20.0, "chat-b", [5])
+        assert await store.message_ids("chat-a") == [5, 6, 7]
+        assert await store.purge_message_ids(before=15.0) == 2
+        assert await store.message_ids("chat-a") == [7]
+        assert await store.drop_message_ids("chat-a") == 1
+        assert await store.message_ids("chat-a") == []
+        assert await store.message_ids("chat-b") == [5]
+
+    async def test_forget_removes_the_persons_message_ids(self, store: Store) -> None:
+        await store.answer_update(1, 10.0, "k1", [5, 6])
+        await store.answer_update(2, 10.0, "k2", [5])
+        assert await store.forget("k1") == 2
+        assert await store.message_ids("k1") == []
+        assert await store.message_ids("k2") == [5]
+
+    async def test_a_group_is_told_once(self, store: Store) -> None:
+        assert await store.tell_group_once("g1", 10.0) is True
+        assert await store.tell_group_once("g1", 20.0) is False
+        assert await store.tell_group_once("g2", 20.0) is True
+
     async def test_close_twice_is_harmless(self, store: Store) -> None:
         await store.close()
         await store.close()
@@ -181,3 +227,22 @@ async def test_daily_counts_add_up_per_day(tmp_path: Path) -> None:
             await store.add_counts({("2026-11-29", "messages"): 2, ("2026-11-29", "fallbacks"): 1})
             assert await store.counts("2026-11-29") == {"messages": 5, "fallbacks": 1}
             assert await store.counts("2026-12-01") == {}
+
+
+async def test_sqlite_takes_concurrent_writes_from_many_tasks(tmp_path: Path) -> None:
+    async with SqliteStore(tmp_path / "db.sqlite3") as store:
+        await asyncio.gather(
+            *(store.save_sessions([session(f"k{n}")]) for n in range(20)),
+            *(store.answer_update(n, 1.0, "chat", [n]) for n in range(20)),
+            *(store.record_escalations([escalation(f"e{n}")]) for n in range(20)),
+        )
+        assert len(await store.message_ids("chat")) == 20
+        assert len(await store.escalations()) == 20
+
+
+async def test_sqlite_keeps_no_update_text_once_answered(tmp_path: Path) -> None:
+    async with SqliteStore(tmp_path / "db.sqlite3") as store:
+        await store.record_updates([(1, '{"text": "my words"}'), (2, '{"text": "other words"}')], 1.0)
+        await store.answer_update(1, 2.0)
+        async with store.db.execute("SELECT update_id, raw IS NULL, answered_at FROM updates ORDER BY 1") as cursor:
+            assert await cursor.fetchall() == [(1, 1, 2.0), (2, 0, None)]

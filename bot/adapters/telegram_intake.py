@@ -1,0 +1,278 @@
+"""Updates in: written to the journal before Telegram may forget them, then answered in order per chat.
+
+Why a polling loop of our own (and not PTB's ``Updater``): ``getUpdates(offset=N)`` tells Telegram that
+every update below N arrived, and Telegram drops them. PTB's ``Updater._start_polling`` asks for the next
+batch as soon as it has put the last one on ``update_queue``, before a handler ran
+(``telegram/ext/_updater.py``, ``polling_action_cb``), so a crash loses the whole batch. ``poll`` below
+journals a batch in one transaction first and only then asks for the next one; the place where an update
+becomes safe is one line of our code, not a side effect of a subclass. Webhook mode journals before it
+answers Telegram's POST (``telegram_webhook.py``). Both hand updates to ``Intake.receive``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dtm
+import json
+import logging
+import time
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Sequence
+
+from telegram import Bot, Update
+from telegram.error import InvalidToken, RetryAfter, TelegramError
+
+from bot.adapters.telegram_send import backoff, seconds
+from bot.errors import StoreError
+from bot.store import Store
+
+log = logging.getLogger("unhooked.telegram.intake")
+
+ALLOWED_UPDATES = ("message", "edited_message", "callback_query")
+"""The update types the bot asks Telegram for."""
+KEEP_IDS_FOR = 48 * 3600.0
+"""Seconds an answered update's id (and a message id for /erase) is kept. Telegram keeps an unconfirmed
+update for at most 24 hours, so 48 hours of ids is enough to never answer a redelivered update twice,
+and Telegram lets a bot delete messages for 48 hours."""
+PURGE_EVERY = 3600.0
+STORE_TIMEOUT = 2.0
+"""Seconds a journal write may take before the bot goes on without it (a crisis reply never waits longer)."""
+RECENT_IDS = 10_000
+"""Update ids remembered in memory, to deduplicate even while the store is down."""
+MAX_PENDING = 1_000
+"""Updates waiting to be answered before polling pauses to let the bot catch up."""
+
+
+def lane_of(update: Update) -> int:
+    """The chat an update belongs to: its replies go out in the order its updates came in."""
+    if update.effective_chat is not None:
+        return update.effective_chat.id
+    return update.effective_user.id if update.effective_user is not None else 0
+
+
+class Journal:
+    """Writes each update down before it can be lost, and drops its text once it is answered.
+
+    A journal row carries no person or chat key: once answered it is an update id and two times, which
+    say nothing about anyone. So ``/forget`` has nothing to delete here: that person's earlier updates are
+    already answered (a chat's updates are answered in order), and the ``/forget`` update's own text goes
+    the moment it is answered, like every other.
+    """
+
+    def __init__(self, store: Store, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self._clock = clock
+        self._recent: OrderedDict[int, None] = OrderedDict()
+
+    def _seen(self, update_id: int) -> bool:
+        if update_id in self._recent:
+            return True
+        self._recent[update_id] = None
+        if len(self._recent) > RECENT_IDS:
+            self._recent.popitem(last=False)
+        return False
+
+    async def admit(self, updates: Sequence[Update]) -> list[Update]:
+        """Journal a batch in one transaction; return the updates to answer (none answered or under way)."""
+        new = [update for update in updates if not self._seen(update.update_id)]
+        if not new:
+            return []
+        rows = [(update.update_id, json.dumps(update.to_dict(), ensure_ascii=False)) for update in new]
+        try:
+            async with asyncio.timeout(STORE_TIMEOUT):
+                fresh = set(await self.store.record_updates(rows, self._clock()))
+        except (StoreError, TimeoutError) as error:
+            log.error("could not journal %d updates (%s); answering them unguarded", len(new), type(error).__name__)
+            return new
+        return [update for update in new if update.update_id in fresh]
+
+    async def answered(self, update: Update, chat_key: str | None, message_ids: Sequence[int]) -> None:
+        """Cross an update off (its text goes) and keep the chat's message ids for /erase."""
+        try:
+            async with asyncio.timeout(STORE_TIMEOUT):
+                await self.store.answer_update(update.update_id, self._clock(), chat_key, message_ids)
+        except (StoreError, TimeoutError) as error:
+            log.error("could not mark update %d answered (%s)", update.update_id, type(error).__name__)
+
+    async def unanswered(self, bot: Bot) -> list[Update]:
+        """Updates journalled by an earlier run and never answered, oldest first."""
+        try:
+            rows = await self.store.unanswered_updates()
+        except StoreError as error:
+            log.error("could not read the update journal: %s", error)
+            return []
+        found = []
+        for update_id, raw in rows:
+            self._seen(update_id)
+            try:
+                found.append(Update.de_json(json.loads(raw), bot))
+            except (ValueError, TypeError, KeyError) as error:
+                log.error("journalled update %d is unreadable (%s); dropped", update_id, type(error).__name__)
+                with contextlib.suppress(StoreError):
+                    await self.store.answer_update(update_id, self._clock())
+        return found
+
+    async def purge(self) -> None:
+        """Forget answered update ids and message ids older than ``KEEP_IDS_FOR``."""
+        before = self._clock() - KEEP_IDS_FOR
+        try:
+            updates = await self.store.purge_updates(before)
+            messages = await self.store.purge_message_ids(before)
+        except StoreError as error:
+            log.error("could not purge old ids: %s", error)
+            return
+        if updates or messages:
+            log.info("purged %d old update ids and %d old message ids", updates, messages)
+
+    async def purge_forever(self, every: float = PURGE_EVERY) -> None:
+        """Purge now and every ``every`` seconds until cancelled."""
+        while True:
+            await self.purge()
+            await asyncio.sleep(every)
+
+
+class Lanes:
+    """One lane per chat: a chat's updates one at a time, in order; different chats at once, up to ``limit``."""
+
+    def __init__(self, handle: Callable[[Update], Awaitable[None]], limit: int) -> None:
+        self._handle = handle
+        self._slots = asyncio.Semaphore(limit)
+        self._lanes: dict[int, deque[Update]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._changed = asyncio.Condition()
+        self.pending = 0
+        """Updates submitted and not yet answered."""
+
+    def submit(self, update: Update) -> None:
+        """Queue an update behind the earlier ones of its chat."""
+        self.pending += 1
+        key = lane_of(update)
+        lane = self._lanes.get(key)
+        if lane is not None:
+            lane.append(update)
+            return
+        self._lanes[key] = deque([update])
+        task = asyncio.create_task(self._run(key), name="telegram-lane")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, key: int) -> None:
+        lane = self._lanes[key]
+        try:
+            while lane:
+                async with self._slots:
+                    try:
+                        await self._handle(lane[0])
+                    except Exception:
+                        log.exception("an update could not be handled")
+                lane.popleft()
+                self.pending -= 1
+                async with self._changed:
+                    self._changed.notify_all()
+        finally:
+            del self._lanes[key]
+
+    async def wait_below(self, limit: int) -> None:
+        """Return once fewer than ``limit`` updates are waiting (back-pressure for polling)."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.pending < limit)
+
+    async def drain(self, grace: float) -> int:
+        """Let every lane finish within ``grace`` seconds, then cancel the rest; return how many were left."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=grace)
+        left = self.pending
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        return left
+
+
+class Intake:
+    """Where updates arrive, from polling or the webhook: journalled, deduplicated, queued per chat."""
+
+    def __init__(self, journal: Journal, lanes: Lanes) -> None:
+        self.journal = journal
+        self.lanes = lanes
+
+    async def receive(self, updates: Sequence[Update]) -> None:
+        """Journal the batch durably, then queue the updates that still need an answer."""
+        for update in await self.journal.admit(updates):
+            self.lanes.submit(update)
+
+    async def replay(self, bot: Bot) -> int:
+        """Queue what an earlier run journalled and never answered (a crash); return how many."""
+        found = await self.journal.unanswered(bot)
+        for update in found:
+            self.lanes.submit(update)
+        if found:
+            log.warning("answering %d updates left unanswered by the last run", len(found))
+        return len(found)
+
+
+async def until_stopped(stop: asyncio.Event, work: Awaitable[object] | None = None, delay: float | None = None) -> bool:
+    """Await ``work`` (or sleep ``delay``) unless ``stop`` is set first; ``True`` if stopped first.
+
+    If ``work`` finished, its exception (if any) is raised here.
+    """
+    waiting = asyncio.ensure_future(work if work is not None else asyncio.sleep(delay or 0))
+    stopping = asyncio.ensure_future(stop.wait())
+    done, _ = await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    for task in (waiting, stopping):
+        if task not in done:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    if waiting in done:
+        waiting.result()
+        return False
+    return True
+
+
+async def poll(bot: Bot, intake: Intake, stop: asyncio.Event, *, timeout: float, max_delay: float) -> None:
+    """Long-poll Telegram until ``stop`` is set; a batch is journalled before the next request confirms it."""
+    offset: int | None = None
+    failures = 0
+    while not stop.is_set():
+        if await until_stopped(stop, intake.lanes.wait_below(MAX_PENDING)):
+            break
+        fetch = asyncio.ensure_future(
+            bot.get_updates(offset=offset, timeout=dtm.timedelta(seconds=timeout), allowed_updates=ALLOWED_UPDATES)
+        )
+        try:
+            if await until_stopped(stop, fetch):
+                break  # not confirmed, so Telegram sends these again next time
+            updates = fetch.result()
+        except RetryAfter as error:
+            delay = seconds(error.retry_after)
+            log.warning("Telegram asked polling to wait %.1fs", delay)
+        except InvalidToken:
+            raise
+        except TelegramError as error:  # 5xx, network errors, Conflict: retried, polling never gives up
+            failures += 1
+            delay = backoff(failures, max_delay)
+            log.warning("getUpdates failed (%s); retry %d in %.1fs", type(error).__name__, failures, delay)
+        else:
+            failures = 0
+            if updates:
+                await intake.receive(updates)
+                offset = updates[-1].update_id + 1
+            continue
+        if await until_stopped(stop, delay=delay):
+            break
+    if offset is not None:
+        await _confirm(bot, offset)
+
+
+async def _confirm(bot: Bot, offset: int) -> None:
+    """Tell Telegram the journalled updates arrived, so the next start is not sent them again.
+
+    ``limit=1`` and ``timeout=0``: what this returns is not confirmed by it and is left for the next run.
+    """
+    try:
+        await bot.get_updates(offset=offset, limit=1, timeout=dtm.timedelta(0), allowed_updates=ALLOWED_UPDATES)
+    except TelegramError as error:
+        log.info("could not confirm the last updates (%s); the journal skips them when they come again", error)

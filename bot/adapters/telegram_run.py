@@ -1,0 +1,177 @@
+"""Running the Telegram bot: PTB's Application, our sender, polling or webhook, and a clean stop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from telegram import Bot, BotCommand, LinkPreviewOptions
+from telegram.constants import ParseMode
+from telegram.error import InvalidToken
+from telegram.ext import Application, Defaults
+
+from bot.adapters.telegram import COMMANDS, TelegramBot, telegram_alerter
+from bot.adapters.telegram_intake import ALLOWED_UPDATES, Intake, Journal, Lanes, poll, until_stopped
+from bot.adapters.telegram_send import Sender
+from bot.adapters.telegram_webhook import HttpServer, WebhookHandler
+from bot.config import Settings, TelegramSettings
+from bot.errors import ConfigError
+from bot.service import running_engine
+from bot.store import Store
+
+log = logging.getLogger("unhooked.telegram")
+
+
+def build_application(telegram: TelegramSettings, sender: Sender) -> Application:
+    """PTB's Application without its Updater (we poll ourselves), with our sender and HTML defaults."""
+    timeout = telegram.request_timeout
+    builder = (
+        Application.builder()
+        .token(telegram.token)
+        .updater(None)
+        .rate_limiter(sender)
+        .defaults(
+            Defaults(
+                parse_mode=ParseMode.HTML,
+                protect_content=telegram.protect_content,
+                link_preview_options=LinkPreviewOptions(is_disabled=True),
+            )
+        )
+        .connection_pool_size(telegram.max_concurrent_chats + 8)
+        .connect_timeout(timeout)
+        .read_timeout(timeout)
+        .write_timeout(timeout)
+        .pool_timeout(timeout)
+        .get_updates_connect_timeout(timeout)
+        .get_updates_read_timeout(timeout)
+        .get_updates_pool_timeout(timeout)
+    )
+    if telegram.api_base_url:
+        builder = builder.base_url(telegram.api_base_url)
+    return builder.build()
+
+
+class _Redact(logging.Filter):
+    """Blank the arguments of PTB's log lines: some carry whole updates (a person's words) or a token."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith("telegram") and record.args:
+            args = record.args if isinstance(record.args, tuple) else (record.args,)
+            record.args = tuple(arg if isinstance(arg, int | float) else "<redacted>" for arg in args)
+        return True
+
+
+def quiet_library_logs() -> None:
+    """Whatever UNHOOKED_LOG_LEVEL says: no token (httpx logs request URLs) and no message text in logs."""
+    for name in ("httpx", "httpcore", "tornado.access", "aiosqlite"):  # aiosqlite DEBUG prints SQL parameters
+        logging.getLogger(name).setLevel(logging.WARNING)
+    ptb = logging.getLogger("telegram")
+    if ptb.getEffectiveLevel() < logging.INFO:  # PTB's DEBUG lines print every request and update
+        ptb.setLevel(logging.INFO)
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, _Redact) for f in handler.filters):
+            handler.addFilter(_Redact())
+
+
+async def run_telegram(
+    settings: Settings,
+    telegram: TelegramSettings,
+    *,
+    webhook: bool = False,
+    stop: asyncio.Event | None = None,
+    store: Store | None = None,
+    started: Callable[[TelegramBot, HttpServer | None], None] | None = None,
+) -> int:
+    """Run the bot until ``stop`` is set; return how many fetched updates were left for the next start.
+
+    ``store`` replaces the configured database (tests, benchmarks); ``started`` is called once the bot
+    takes updates, with the handlers and the HTTP server (webhook mode), e.g. to add routes to it.
+    """
+    quiet_library_logs()
+    if webhook:
+        telegram.check_webhook()
+    stop = stop or asyncio.Event()
+    sender = Sender(telegram.sends_per_second, max_delay=telegram.retry_max_delay)
+    application = build_application(telegram, sender)
+    alerter = telegram_alerter(application, telegram.operator_chat_id) if telegram.operator_chat_id else None
+    try:
+        if await until_stopped(stop, application.initialize()):
+            return 0
+    except InvalidToken:  # PTB's own message repeats the token (telegram/_bot.py, Bot.initialize)
+        raise ConfigError(
+            "Telegram refused TELEGRAM_BOT_TOKEN; check it against the token @BotFather gave you"
+        ) from None
+    try:
+        async with running_engine(settings, store, alerter) as engine:
+            journal = Journal(engine.sessions.store)
+            bot = TelegramBot(engine, settings, telegram, application, journal)
+            intake = Intake(journal, Lanes(bot.handle, telegram.max_concurrent_chats))
+            return await _serve(bot, intake, webhook=webhook, stop=stop, started=started)
+    finally:
+        await application.shutdown()
+
+
+async def _serve(
+    bot: TelegramBot,
+    intake: Intake,
+    *,
+    webhook: bool,
+    stop: asyncio.Event,
+    started: Callable[[TelegramBot, HttpServer | None], None] | None,
+) -> int:
+    application, telegram = bot.application, bot.telegram
+    server = None
+    if webhook:
+        server = HttpServer(telegram.webhook_listen, telegram.webhook_port)
+        path = rf"{telegram.webhook_path.rstrip('/')}/?"
+        server.route(path, WebhookHandler, bot=application.bot, intake=intake, secret=telegram.webhook_secret)
+    await application.start()
+    purge = asyncio.create_task(intake.journal.purge_forever(), name="telegram-purge")
+    try:
+        if await _prepare(application.bot, telegram, intake, server, stop):
+            if started is not None:
+                started(bot, server)
+            if server is not None:
+                await stop.wait()
+            else:
+                await poll(
+                    application.bot, intake, stop, timeout=telegram.poll_timeout, max_delay=telegram.retry_max_delay
+                )
+    except InvalidToken:
+        raise ConfigError("Telegram refused TELEGRAM_BOT_TOKEN while running; check the token") from None
+    finally:
+        if server is not None:
+            await server.stop()
+        left = await intake.lanes.drain(telegram.shutdown_grace)
+        purge.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await purge
+        await application.stop()
+    if left:
+        log.warning("%d updates were not answered before the stop; the next start answers them", left)
+    return left
+
+
+async def _prepare(
+    bot: Bot, telegram: TelegramSettings, intake: Intake, server: HttpServer | None, stop: asyncio.Event
+) -> bool:
+    """The command menu, what the last run left unanswered, then the webhook (or none, to poll).
+
+    Returns ``False`` if a stop came first. The leftovers are queued before any new update is fetched.
+    """
+    commands = [BotCommand(name, description) for name, description in COMMANDS]
+    if await until_stopped(stop, bot.set_my_commands(commands)):
+        return False
+    await intake.replay(bot)
+    if server is None:
+        return not await until_stopped(stop, bot.delete_webhook(drop_pending_updates=False))
+    await server.start()
+    setting = bot.set_webhook(
+        telegram.webhook_url,
+        secret_token=telegram.webhook_secret,
+        allowed_updates=ALLOWED_UPDATES,
+        drop_pending_updates=False,
+    )
+    return not await until_stopped(stop, setting)

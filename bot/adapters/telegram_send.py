@@ -1,0 +1,171 @@
+"""The one way out to Telegram: pacing, crisis replies first, waiting out 429s and retrying what can be retried.
+
+Every Bot API call but ``getUpdates`` passes through ``Sender`` (python-telegram-bot's rate-limiter hook,
+``ExtBot._do_post``). PTB itself retries nothing: a 429 or a 5xx raises and the reply is lost. Here:
+
+- ``RetryAfter`` (429): all sending pauses for the time Telegram named, then the request goes again,
+  in its old place in the queue. Telegram does not say whether a 429 was for one chat or the whole bot,
+  so the pause is for the whole bot, as PTB's own ``AIORateLimiter`` does.
+- ``TimedOut`` and other ``NetworkError`` (5xx, connection refused): retried with capped exponential
+  back-off, until it goes through or the bot stops. A timed-out request may have reached Telegram, so a
+  retry can deliver a message twice; for a crisis reply that is better than not at all.
+- ``Forbidden`` (403, the person blocked the bot), ``BadRequest`` (400) and the rest: raised at once.
+- Waiting requests go out crisis replies first, then operators' alerts, then everything else.
+
+PTB's docs ask a rate limiter not to handle errors other than ``RetryAfter``; this one does, on purpose,
+so that one place owns every retry and its order (the lead's design: one sender for all of it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dtm
+import heapq
+import itertools
+import logging
+import os
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+from telegram.error import BadRequest, NetworkError, RetryAfter
+from telegram.ext import BaseRateLimiter
+
+log = logging.getLogger("unhooked.telegram.send")
+
+# PTB 22.2+ warns on every read of a time period as a number, and ``RetryAfter.__init__`` reads its own
+# ``retry_after`` (telegram/error.py, class RetryAfter): without this, every 429 logs a deprecation warning
+# (and raises it under ``-W error``). PTB reads the variable at each use; opting in early is its own advice.
+os.environ.setdefault("PTB_TIMEDELTA", "true")
+
+FIRST_RETRY_DELAY = 0.5
+"""Seconds before the first retry of a failed request; doubled each time up to ``max_delay``."""
+RETRY_AFTER_SLACK = 0.1
+"""Seconds added to Telegram's ``retry_after``, so the retry lands after the limit has lifted."""
+
+
+class Priority(IntEnum):
+    """Which waiting request goes first; lower goes earlier."""
+
+    CRISIS = 0
+    ALERT = 1
+    NORMAL = 2
+
+
+@dataclass(frozen=True)
+class Send:
+    """How one request goes out (PTB's ``rate_limit_args``)."""
+
+    priority: Priority = Priority.NORMAL
+    attempts: int | None = None
+    """How many times it may be tried; ``None`` tries until it gets through or the bot stops."""
+
+
+CRISIS = Send(Priority.CRISIS)
+ALERT = Send(Priority.ALERT, attempts=3)
+"""Alerts give up sooner: the escalation log keeps them owed and the escalator tries again later."""
+
+
+def seconds(period: float | dtm.timedelta) -> float:
+    """A PTB time period (a number, or a ``timedelta`` with ``PTB_TIMEDELTA=true``) in seconds."""
+    return period.total_seconds() if isinstance(period, dtm.timedelta) else float(period)
+
+
+def backoff(failures: int, max_delay: float) -> float:
+    """The pause after ``failures`` failures in a row: 0.5 s, 1 s, 2 s ... up to ``max_delay``."""
+    return min(max_delay, FIRST_RETRY_DELAY * 2 ** max(0, failures - 1))
+
+
+class Sender(BaseRateLimiter[Send]):
+    """Paces requests to ``per_second`` (bursts up to that many), in priority order, and retries them."""
+
+    def __init__(
+        self, per_second: float, *, max_delay: float = 30.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.per_second = per_second
+        self.max_delay = max_delay
+        self._clock = clock
+        self._burst = max(1.0, per_second)
+        self._tokens = self._burst
+        self._refilled = clock()
+        self._resume_at = 0.0
+        self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+        self._pump: asyncio.Task[None] | None = None
+        self.retries = 0
+        """How many requests were sent again after a failure (for tests and later metrics)."""
+
+    async def initialize(self) -> None:
+        """Nothing to set up; the pump starts with the first request."""
+
+    async def shutdown(self) -> None:
+        """Stop pacing; requests still waiting are cancelled."""
+        if self._pump is not None:
+            self._pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pump
+            self._pump = None
+        for _, _, future in self._waiting:
+            future.cancel()
+        self._waiting.clear()
+
+    async def process_request(
+        self,
+        callback: Callable[..., Coroutine[Any, Any, bool | dict[str, Any] | list[dict[str, Any]]]],
+        args: Any,
+        kwargs: dict[str, Any],
+        endpoint: str,
+        data: dict[str, Any],
+        rate_limit_args: Send | None,
+    ) -> bool | dict[str, Any] | list[dict[str, Any]]:
+        send = rate_limit_args or Send()
+        place = next(self._order)
+        failures = 0
+        while True:
+            await self._turn(send.priority, place)
+            try:
+                return await callback(*args, **kwargs)
+            except RetryAfter as error:
+                failures += 1
+                wait = seconds(error.retry_after) + RETRY_AFTER_SLACK
+                self._resume_at = max(self._resume_at, self._clock() + wait)
+                log.warning("Telegram asked to wait %.1fs (%s); all sending pauses", wait, endpoint)
+                if send.attempts is not None and failures >= send.attempts:
+                    raise
+            except BadRequest:
+                raise
+            except NetworkError as error:  # TimedOut, 5xx, connection errors
+                failures += 1
+                if send.attempts is not None and failures >= send.attempts:
+                    raise
+                delay = backoff(failures, self.max_delay)
+                log.warning("%s failed (%s); retry %d in %.1fs", endpoint, type(error).__name__, failures, delay)
+                await asyncio.sleep(delay)
+            self.retries += 1
+
+    async def _turn(self, priority: Priority, place: int) -> None:
+        """Wait until this request may go: no pause in force, a token free, nobody more urgent waiting."""
+        future = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (priority, place, future))
+        if self._pump is None or self._pump.done():
+            self._pump = asyncio.create_task(self._release(), name="telegram-sender")
+        await future
+
+    async def _release(self) -> None:
+        while self._waiting:
+            now = self._clock()
+            wait = self._resume_at - now
+            if wait <= 0:
+                self._tokens = min(self._burst, self._tokens + (now - self._refilled) * self.per_second)
+                self._refilled = now
+                if self._tokens >= 1:
+                    _, _, future = heapq.heappop(self._waiting)
+                    if not future.done():  # a cancelled request gives its turn away
+                        self._tokens -= 1
+                        future.set_result(None)
+                    continue
+                wait = (1 - self._tokens) / self.per_second
+            await asyncio.sleep(wait)

@@ -1,0 +1,150 @@
+"""The real bot (PTB Application, our sender, journal and lanes) running in-process against ``FakeBotApi``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.adapters.telegram import TelegramBot
+from bot.adapters.telegram_format import render
+from bot.adapters.telegram_run import run_telegram
+from bot.adapters.telegram_webhook import HttpServer
+from bot.config import Settings, TelegramSettings
+from bot.content import Catalog
+from bot.engine import Engine
+from bot.models import Incoming
+from bot.store import MemoryStore, Store
+from tests.conftest import REPO, SECRET
+from tests.fake_bot_api import FakeBotApi, parse_html
+
+OPERATORS = -1001234567890
+"""The operators' chat, where escalation alerts go."""
+OPERATOR = 5555
+ADMIN = 4242
+WEBHOOK_SECRET = "webhook-secret-0123456789"  # noqa: S105 (made up for tests)
+
+
+def free_port() -> int:
+    """A port nobody listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def settings_for(tmp_path: Path, content_dir: Path = REPO) -> Settings:
+    """Core settings on a fresh SQLite file."""
+    return Settings(db_path=tmp_path / "data" / "bot.sqlite3", content_dir=content_dir, secret="s" * 32)
+
+
+def telegram_for(api: FakeBotApi, **changes: Any) -> TelegramSettings:
+    """Telegram settings tuned so tests wait on nothing: short polls, no pacing, short back-off."""
+    base = TelegramSettings(
+        token=api.token,
+        api_base_url=api.base_url,
+        operator_chat_id=OPERATORS,
+        admin_ids=frozenset({ADMIN}),
+        poll_timeout=0.5,
+        request_timeout=5.0,
+        sends_per_second=1000.0,
+        retry_max_delay=0.2,
+        shutdown_grace=5.0,
+    )
+    return dataclasses.replace(base, **changes)
+
+
+async def transcripts(catalog: Catalog, said: dict[int, list[str]]) -> dict[int, list[str]]:
+    """What each person should see on Telegram, in order: their lines through an engine of their own."""
+    reference = Engine(MemoryStore(), SECRET, catalog)
+    expected = {}
+    for person, lines in said.items():
+        expected[person] = [
+            parse_html(message.html)
+            for line in lines
+            for reply in (await reference.handle(Incoming(str(person), line, "telegram"))).replies
+            for message in render(reply)
+        ]
+    await reference.aclose()
+    return expected
+
+
+@dataclass
+class Running:
+    """A bot running in this event loop; stopped when the ``telegram_bot`` block ends."""
+
+    api: FakeBotApi
+    bot: TelegramBot
+    server: HttpServer | None
+    task: asyncio.Task[int]
+    stop: asyncio.Event
+
+    @property
+    def store(self) -> Store:
+        """The store the bot uses."""
+        return self.bot.engine.sessions.store
+
+    async def answered(self, count: int, timeout: float = 10.0) -> None:
+        """Wait until the bot has answered ``count`` updates since it started."""
+        async with asyncio.timeout(timeout):
+            while self.bot.answered < count:
+                if self.task.done():
+                    self.task.result()
+                await asyncio.sleep(0.01)
+
+    async def settle(self, timeout: float = 10.0) -> None:
+        """Wait until the bot has answered every update queued at the fake so far."""
+        await self.answered(self.api.enqueued, timeout)
+
+
+@asynccontextmanager
+async def telegram_bot(
+    api: FakeBotApi,
+    tmp_path: Path,
+    *,
+    webhook: bool = False,
+    store: Store | None = None,
+    content_dir: Path = REPO,
+    **changes: Any,
+) -> AsyncIterator[Running]:
+    """Run the bot against ``api`` for the duration of the block, then stop it cleanly."""
+    api.group(OPERATORS, "Operators")
+    if webhook:
+        port = free_port()
+        changes = {
+            "webhook_url": f"http://127.0.0.1:{port}/telegram",
+            "webhook_secret": WEBHOOK_SECRET,
+            "webhook_port": port,
+            **changes,
+        }
+    stop = asyncio.Event()
+    ready: asyncio.Future[tuple[TelegramBot, HttpServer | None]] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(
+        run_telegram(
+            settings_for(tmp_path, content_dir),
+            telegram_for(api, **changes),
+            webhook=webhook,
+            stop=stop,
+            store=store,
+            started=lambda bot, server: ready.set_result((bot, server)),
+        )
+    )
+    done, _ = await asyncio.wait({task, ready}, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        task.result()
+    if ready not in done:
+        task.cancel()
+        raise TimeoutError("the bot did not start within 10 seconds")
+    bot, server = ready.result()
+    running = Running(api, bot, server, task, stop)
+    try:
+        yield running
+    finally:
+        stop.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(task, 15)

@@ -1,0 +1,57 @@
+"""Write-behind sessions: a reply never waits for a write, and never sees an older copy than the last one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from bot.models import Session
+from bot.sessions import Sessions
+from bot.store import MemoryStore
+
+
+class SlowStore(MemoryStore):
+    """A store whose writes wait until the test lets them finish."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go_on = asyncio.Event()
+
+    async def save_sessions(self, sessions: list[Session]) -> None:
+        await self.go_on.wait()
+        await super().save_sessions(sessions)
+
+    async def add_counts(self, counts: Mapping[tuple[str, str], int]) -> None:
+        await self.go_on.wait()
+        await super().add_counts(counts)
+
+
+async def test_a_session_being_written_is_still_the_one_served() -> None:
+    store = SlowStore()
+    sessions = Sessions(store, flush_delay=0)
+    first = Session(user_key="k", first_seen=1.0, last_seen=1.0, turns=1)
+    sessions.put(first)
+    writing = asyncio.create_task(sessions.flush())
+    await asyncio.sleep(0)
+    assert sessions.pending == 0
+    assert (await sessions.get("k", 2.0)).turns == 1
+    store.go_on.set()
+    await writing
+    assert (await sessions.get("k", 2.0)).turns == 1
+    await sessions.aclose()
+
+
+async def test_a_flush_returns_only_once_a_flush_under_way_is_written() -> None:
+    store = SlowStore()
+    sessions = Sessions(store, flush_delay=0)
+    sessions.count("messages", 0.0)
+    first = asyncio.create_task(sessions.flush())
+    await asyncio.sleep(0)
+    second = asyncio.create_task(sessions.flush())
+    await asyncio.sleep(0.01)
+    assert not second.done()
+    store.go_on.set()
+    await second
+    assert await store.counts("1970-01-01") == {"messages": 1}
+    await first
+    await sessions.aclose()
