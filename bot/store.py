@@ -18,7 +18,27 @@ from types import TracebackType
 import aiosqlite
 
 from bot.errors import StoreError
-from bot.models import Escalation, Level, Session
+from bot.models import Escalation, Level, Session, Track
+
+
+def day_of(at: float) -> str:
+    """The UTC day of a timestamp, as ``YYYY-MM-DD``."""
+    return datetime.fromtimestamp(at, UTC).date().isoformat()
+
+
+@dataclass(frozen=True)
+class Purged:
+    """What a purge removed: escalation details folded into anonymous daily counts, and idle sessions."""
+
+    escalations: int
+    sessions: int
+    days: tuple[str, ...]
+    """The UTC days whose escalations were folded into counts."""
+
+
+def folded_count_name(escalation: Escalation) -> str:
+    """The anonymous daily counter an escalation is folded into when its details are purged."""
+    return f"escalations.{escalation.level.value}.{escalation.category}"
 
 
 class Store(ABC):
@@ -83,6 +103,25 @@ class Store(ABC):
     async def unalerted(self, limit: int = 100) -> list[Escalation]:
         """Escalations whose alert is still owed, oldest first."""
 
+    @abstractmethod
+    async def escalation_feed(self, after: int = 0, limit: int = 100) -> list[tuple[int, Escalation]]:
+        """Escalations stored after position ``after``, in the order they were stored, with their positions.
+
+        Positions only grow, so a follower that remembers the last one sees every new record once,
+        including old ones replayed from the spool.
+        """
+
+    @abstractmethod
+    async def all_counts(self, first_day: str | None = None) -> dict[tuple[str, str], int]:
+        """Every anonymous daily counter from ``first_day`` on (all days for ``None``), by (day, name)."""
+
+    @abstractmethod
+    async def purge(self, before: float) -> Purged:
+        """Fold escalations older than ``before`` into anonymous daily counts, delete them and idle sessions.
+
+        One transaction: a purge that fails leaves everything as it was, and running it again is harmless.
+        """
+
 
 def _copy(session: Session) -> Session:
     return dataclasses.replace(session, shown=set(session.shown))
@@ -94,6 +133,8 @@ class MemoryStore(Store):
     def __init__(self) -> None:
         self._sessions: dict[str, Session] = {}
         self._escalations: dict[str, Escalation] = {}
+        self._positions: dict[str, int] = {}
+        self._last_position = 0
         self._counts: Counter[tuple[str, str]] = Counter()
 
     async def open(self) -> None:
@@ -114,6 +155,7 @@ class MemoryStore(Store):
         gone = [key for key, escalation in self._escalations.items() if escalation.user_key == user_key]
         for key in gone:
             del self._escalations[key]
+            self._positions.pop(key, None)
         return len(gone) + (1 if self._sessions.pop(user_key, None) else 0)
 
     async def add_counts(self, counts: Mapping[tuple[str, str], int]) -> None:
@@ -124,7 +166,10 @@ class MemoryStore(Store):
 
     async def record_escalations(self, escalations: list[Escalation]) -> None:
         for escalation in escalations:
-            self._escalations.setdefault(escalation.id, escalation)
+            if escalation.id not in self._escalations:
+                self._escalations[escalation.id] = escalation
+                self._last_position += 1
+                self._positions[escalation.id] = self._last_position
 
     async def escalations(
         self, *, since: float | None = None, level: Level | None = None, unacked: bool = False, limit: int | None = None
@@ -150,6 +195,26 @@ class MemoryStore(Store):
     async def unalerted(self, limit: int = 100) -> list[Escalation]:
         return [e for e in await self.escalations() if e.alerted_at is None][:limit]
 
+    async def escalation_feed(self, after: int = 0, limit: int = 100) -> list[tuple[int, Escalation]]:
+        found = sorted(
+            (position, self._escalations[key]) for key, position in self._positions.items() if position > after
+        )
+        return found[:limit]
+
+    async def all_counts(self, first_day: str | None = None) -> dict[tuple[str, str], int]:
+        return {key: value for key, value in sorted(self._counts.items()) if first_day is None or key[0] >= first_day}
+
+    async def purge(self, before: float) -> Purged:
+        old = [e for e in self._escalations.values() if e.at < before]
+        self._counts.update(Counter((day_of(e.at), folded_count_name(e)) for e in old))
+        for escalation in old:
+            del self._escalations[escalation.id]
+            self._positions.pop(escalation.id, None)
+        idle = [key for key, session in self._sessions.items() if session.last_seen < before]
+        for key in idle:
+            del self._sessions[key]
+        return Purged(len(old), len(idle), tuple(sorted({day_of(e.at) for e in old})))
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -158,6 +223,10 @@ class Migration:
     name: str
     statements: tuple[str, ...]
 
+
+_ESCALATION_COLUMNS = (
+    "id, at, user_key, level, category, rule, channel, resources, excerpt, acked_by, acked_at, alerted_at"
+)
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -208,10 +277,36 @@ MIGRATIONS: tuple[Migration, ...] = (
             ) WITHOUT ROWID""",
         ),
     ),
-)
-
-_ESCALATION_COLUMNS = (
-    "id, at, user_key, level, category, rule, channel, resources, excerpt, acked_by, acked_at, alerted_at"
+    Migration(
+        "0004_escalation_seq",
+        (
+            # A position that only grows (AUTOINCREMENT never reuses one), so `escalations tail` sees every record.
+            """CREATE TABLE escalations_new (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL UNIQUE,
+                at REAL NOT NULL,
+                user_key TEXT NOT NULL,
+                level TEXT NOT NULL,
+                category TEXT NOT NULL,
+                rule TEXT NOT NULL,
+                channel TEXT NOT NULL,
+                resources TEXT NOT NULL,
+                excerpt TEXT,
+                acked_by TEXT,
+                acked_at REAL,
+                alerted_at REAL
+            )""",
+            "INSERT INTO escalations_new"
+            " (id, at, user_key, level, category, rule, channel, resources, excerpt, acked_by, acked_at, alerted_at)"
+            " SELECT id, at, user_key, level, category, rule, channel, resources, excerpt, acked_by, acked_at,"
+            " alerted_at FROM escalations ORDER BY rowid",
+            "DROP TABLE escalations",
+            "ALTER TABLE escalations_new RENAME TO escalations",
+            "CREATE INDEX escalations_at ON escalations (at)",
+            "CREATE INDEX escalations_user ON escalations (user_key)",
+        ),
+    ),
+    Migration("0005_session_crisis_track", ("ALTER TABLE sessions ADD COLUMN crisis_track TEXT",)),
 )
 
 
@@ -359,7 +454,7 @@ class SqliteStore(Store):
         async with (
             self._guard("load a session"),
             self.db.execute(
-                "SELECT first_seen, last_seen, turns, last_intent, shown, crisis_level, crisis_at"
+                "SELECT first_seen, last_seen, turns, last_intent, shown, crisis_level, crisis_at, crisis_track"
                 " FROM sessions WHERE user_key = ?",
                 (user_key,),
             ) as cursor,
@@ -367,7 +462,7 @@ class SqliteStore(Store):
             row = await cursor.fetchone()
         if row is None:
             return None
-        first_seen, last_seen, turns, last_intent, shown, crisis_level, crisis_at = row
+        first_seen, last_seen, turns, last_intent, shown, crisis_level, crisis_at, crisis_track = row
         return Session(
             user_key=user_key,
             first_seen=first_seen,
@@ -377,6 +472,7 @@ class SqliteStore(Store):
             shown=set(json.loads(shown)),
             crisis_level=Level(crisis_level) if crisis_level else None,
             crisis_at=crisis_at,
+            crisis_track=Track(crisis_track) if crisis_track else None,
         )
 
     async def save_sessions(self, sessions: list[Session]) -> None:
@@ -390,14 +486,15 @@ class SqliteStore(Store):
                 json.dumps(sorted(session.shown)),
                 session.crisis_level.value if session.crisis_level else None,
                 session.crisis_at,
+                session.crisis_track.value if session.crisis_track else None,
             )
             for session in sessions
         ]
         async with self._guard("save sessions"), self._transaction():
             await self.db.executemany(
                 "INSERT OR REPLACE INTO sessions"
-                " (user_key, first_seen, last_seen, turns, last_intent, shown, crisis_level, crisis_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " (user_key, first_seen, last_seen, turns, last_intent, shown, crisis_level, crisis_at, crisis_track)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
 
@@ -458,6 +555,34 @@ class SqliteStore(Store):
 
     async def unalerted(self, limit: int = 100) -> list[Escalation]:
         return await self._select_escalations("alerted_at IS NULL", (), limit)
+
+    async def escalation_feed(self, after: int = 0, limit: int = 100) -> list[tuple[int, Escalation]]:
+        query = f"SELECT seq, {_ESCALATION_COLUMNS} FROM escalations WHERE seq > ? ORDER BY seq LIMIT ?"  # noqa: S608
+        async with self._guard("read new escalations"), self.db.execute(query, (after, limit)) as cursor:
+            return [(row[0], _escalation(row[1:])) async for row in cursor]
+
+    async def all_counts(self, first_day: str | None = None) -> dict[tuple[str, str], int]:
+        async with (
+            self._guard("read daily counts"),
+            self.db.execute(
+                "SELECT day, name, value FROM daily_counts WHERE ? IS NULL OR day >= ? ORDER BY day, name",
+                (first_day, first_day),
+            ) as cursor,
+        ):
+            return {(day, name): value async for day, name, value in cursor}
+
+    async def purge(self, before: float) -> Purged:
+        async with self._guard("purge old records"), self._transaction():
+            old = await self._select_escalations("at < ?", (before,), None)
+            counts = Counter((day_of(e.at), folded_count_name(e)) for e in old)
+            await self.db.executemany(
+                "INSERT INTO daily_counts (day, name, value) VALUES (?, ?, ?)"
+                " ON CONFLICT (day, name) DO UPDATE SET value = value + excluded.value",
+                [(day, name, value) for (day, name), value in counts.items()],
+            )
+            await self.db.execute("DELETE FROM escalations WHERE at < ?", (before,))
+            sessions = await self.db.execute("DELETE FROM sessions WHERE last_seen < ?", (before,))
+        return Purged(len(old), sessions.rowcount, tuple(sorted({day_of(e.at) for e in old})))
 
 
 def open_store(path: Path | str | None) -> Store:
