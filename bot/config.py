@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 from collections.abc import Mapping
@@ -12,6 +13,9 @@ from bot.errors import ConfigError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 MIN_SECRET_CHARS = 16
+DEFAULT_RETENTION_DAYS = 30
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
 
 
 def default_content_dir() -> Path:
@@ -33,6 +37,15 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
     return value
 
 
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if raw in ("", *_FALSE):
+        return False
+    if raw in _TRUE:
+        return True
+    raise ConfigError(f"{name} must be on or off (also 1/0, true/false, yes/no), e.g. {name}=off; it is {raw!r}")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the core needs to run, whatever the adapter."""
@@ -43,6 +56,10 @@ class Settings:
     """The folder holding ``intents/``, ``responses/`` and ``source/`` (``UNHOOKED_CONTENT_DIR``)."""
     secret: str | None = None
     """The key for hashing user ids (``UNHOOKED_SECRET``); generated into the data folder if unset."""
+    retention_days: int = DEFAULT_RETENTION_DAYS
+    """Days escalation details and idle sessions are kept before ``purge`` (``UNHOOKED_RETENTION_DAYS``)."""
+    escalation_excerpts: bool = False
+    """Whether escalation records keep a redacted excerpt of the message (``UNHOOKED_ESCALATION_EXCERPTS``)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -62,7 +79,13 @@ class Settings:
                 "characters (e.g. the output of `python -c 'import secrets; print(secrets.token_hex(32))'`), "
                 "or unset it to have one generated in the data folder"
             )
-        return cls(db_path=db_path, content_dir=content_dir, secret=secret)
+        return cls(
+            db_path=db_path,
+            content_dir=content_dir,
+            secret=secret,
+            retention_days=_positive_int(env, "UNHOOKED_RETENTION_DAYS", DEFAULT_RETENTION_DAYS),
+            escalation_excerpts=_flag(env, "UNHOOKED_ESCALATION_EXCERPTS"),
+        )
 
     @property
     def spool_path(self) -> Path | None:
@@ -75,12 +98,14 @@ class Settings:
         """The same settings with another database file (a ``--db`` option)."""
         if db_path is None:
             return self
-        return Settings(db_path=db_path, content_dir=self.content_dir, secret=self.secret)
+        return dataclasses.replace(self, db_path=db_path)
 
     def secret_key(self) -> bytes:
         """The hashing key: ``UNHOOKED_SECRET``, or a key kept in ``secret.key`` beside the database."""
         if self.secret is not None:
             return self.secret.encode()
+        if str(self.db_path) == ":memory:":
+            return secrets.token_hex(32).encode()  # nothing is stored, so nothing needs the same key later
         path = self.db_path.parent / "secret.key"
         try:
             return path.read_bytes().strip()

@@ -103,8 +103,18 @@ def test_a_bad_setting_is_one_sentence_not_a_traceback(tmp_path: Path) -> None:
 
 
 def _subcommands() -> dict[str, object]:
-    action = next(a for a in _parser()._actions if a.dest == "command")
-    return action.choices
+    """Every command by its full name, e.g. ``chat`` and ``escalations list``."""
+    found = {}
+
+    def walk(parser: object, prefix: str) -> None:
+        for action in parser._actions:
+            if action.dest in ("command", "verb"):
+                for name, sub in action.choices.items():
+                    found[f"{prefix}{name}"] = sub
+                    walk(sub, f"{prefix}{name} ")
+
+    walk(_parser(), "")
+    return found
 
 
 @pytest.mark.parametrize("name", sorted(_subcommands()))
@@ -117,6 +127,31 @@ def test_every_command_is_in_the_readme() -> None:
     readme = (REPO / "README.md").read_text()
     missing = [name for name in _subcommands() if f"python -m bot {name}" not in readme]
     assert missing == []
+
+
+def test_match_json_reports_every_level_of_the_screen(tmp_path: Path) -> None:
+    texts = "I can't do this anymore\nkms rn\nhe choked me last night\nwhy do I miss him\n"
+    rows = [json.loads(line) for line in run("match", "--json", stdin=texts, tmp=tmp_path).stdout.splitlines()]
+    assert [row["crisis"] for row in rows] == [
+        {"level": "concern", "category": "hopelessness", "rule": "hopelessness.cant_go_on"},
+        {"level": "crisis", "category": "suicidal", "rule": "suicidal.slang"},
+        {"level": "imminent", "category": "partner_danger", "rule": "partner.strangled"},
+        None,
+    ]
+    assert "988" in rows[0]["replies"][0] and rows[2]["replies"][0].startswith(
+        "If you are in immediate danger, call 911"
+    )
+
+
+def test_chat_gives_the_danger_track_reply_and_keeps_help_in_view(tmp_path: Path) -> None:
+    result = run("chat", "--db", ":memory:", stdin="he choked me last night\nwhy do I miss him\n", tmp=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.index("call 911") < out.index("1-800-799-7233") < out.index("or chat at 988lifeline.org")
+    assert "Are you safe right now?" in out and "brain was hooked" in out
+    assert "[operator alert] imminent escalation, category partner_danger" in result.stderr
+    assert "choked" not in result.stderr
+    assert not (REPO / "secret.key").exists()
 
 
 def test_top_level_help_has_an_example() -> None:

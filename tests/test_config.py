@@ -47,3 +47,31 @@ def test_an_unwritable_data_folder_says_what_to_set(tmp_path: Path) -> None:
     settings = Settings.from_env({"UNHOOKED_DB": str(tmp_path / "blocked" / "bot.sqlite3")})
     with pytest.raises(ConfigError, match=r"blocked/secret\.key: Not a directory; set UNHOOKED_SECRET"):
         settings.secret_key()
+
+
+def test_retention_and_excerpts_have_safe_defaults() -> None:
+    settings = Settings.from_env({})
+    assert settings.retention_days == 30 and settings.escalation_excerpts is False
+
+
+def test_retention_and_excerpts_are_read_and_checked() -> None:
+    settings = Settings.from_env({"UNHOOKED_RETENTION_DAYS": "7", "UNHOOKED_ESCALATION_EXCERPTS": "on"})
+    assert (settings.retention_days, settings.escalation_excerpts) == (7, True)
+    assert Settings.from_env({"UNHOOKED_ESCALATION_EXCERPTS": "0"}).escalation_excerpts is False
+    with pytest.raises(ConfigError, match="UNHOOKED_RETENTION_DAYS must be greater than zero"):
+        Settings.from_env({"UNHOOKED_RETENTION_DAYS": "0"})
+    with pytest.raises(ConfigError, match="UNHOOKED_ESCALATION_EXCERPTS must be on or off"):
+        Settings.from_env({"UNHOOKED_ESCALATION_EXCERPTS": "maybe"})
+
+
+def test_another_database_keeps_the_other_settings(tmp_path: Path) -> None:
+    settings = Settings.from_env({"UNHOOKED_RETENTION_DAYS": "7", "UNHOOKED_ESCALATION_EXCERPTS": "yes"})
+    moved = settings.with_db(tmp_path / "x.sqlite3")
+    assert (moved.db_path, moved.retention_days, moved.escalation_excerpts) == (tmp_path / "x.sqlite3", 7, True)
+
+
+def test_an_in_memory_database_writes_no_secret_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = Settings.from_env({"UNHOOKED_DB": ":memory:"})
+    assert len(settings.secret_key()) == 64
+    assert list(tmp_path.iterdir()) == []
