@@ -11,7 +11,7 @@ import os
 import re
 import time
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -145,14 +145,19 @@ def _row(entry: Entry) -> tuple[str, ...]:
     )
 
 
-def table(found: Iterable[Entry], *, header: bool = True) -> str:
+FOLLOW_WIDTHS = (SHORT_ID, 16, 8, 22, 30, 8, 8, 7, 0)
+"""Column widths for ``tail``, whose rows come a few at a time and should still line up."""
+
+
+def table(found: list[Entry], *, header: bool = True, minimum: tuple[int, ...] = ()) -> str:
     """Escalations as an aligned text table, one per line, a redacted excerpt under its row when stored."""
     rows = [_row(entry) for entry in found]
-    widths = [max([len(COLUMNS[i]) if header else 0, *(len(row[i]) for row in rows)]) for i in range(len(COLUMNS))]
-    lines = (
-        ["  ".join(title.ljust(width) for title, width in zip(COLUMNS, widths, strict=True)).rstrip()] if header else []
-    )
-    for entry, row in zip(found, rows, strict=False):
+    least = minimum or tuple(len(title) for title in COLUMNS)
+    widths = [max([least[i], *(len(row[i]) for row in rows)]) for i in range(len(COLUMNS))]
+    lines = []
+    if header:
+        lines.append("  ".join(title.ljust(width) for title, width in zip(COLUMNS, widths, strict=True)).rstrip())
+    for entry, row in zip(found, rows, strict=True):
         lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
         if entry.escalation.excerpt:
             lines.append(f"    excerpt: {entry.escalation.excerpt}")
@@ -310,7 +315,7 @@ async def follow(
         if as_json:
             text = "".join(json.dumps(as_record(entry), ensure_ascii=False) + "\n" for entry in found)
         else:
-            text = table(found, header=not printed_header) + "\n"
+            text = table(found, header=not printed_header, minimum=FOLLOW_WIDTHS) + "\n"
             printed_header = True
         write(text)
 

@@ -184,3 +184,9 @@ async def test_each_turn_is_counted_by_day_without_identity(chat: Chat) -> None:
     await chat.engine.sessions.flush()
     counts = await chat.engine.sessions.store.counts("2027-01-15")
     assert counts == {"messages": 3, "answers": 1, "fallbacks": 1, "escalations.crisis": 1}
+
+
+@pytest.mark.parametrize("text", ["/start kms", "/help I want to die", "/delete he choked me"])
+async def test_commands_pass_the_crisis_screen_too(chat: Chat, text: str) -> None:
+    replies = await chat.say(text)
+    assert replies[0].kind is ReplyKind.CRISIS
