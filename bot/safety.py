@@ -159,7 +159,7 @@ _WORDS: dict[str, tuple[str, str]] = {
         _SAFE_QUESTION,
     ),
     lexicon.THIRD_PARTY: (
-        "They can also help you help someone you're worried about.",
+        "These lines can also help you help someone you're worried about.",
         "Do you know if they are safe right now?",
     ),
     lexicon.HARM_OTHERS: (
