@@ -493,7 +493,11 @@ FLOOR: tuple[Rule, ...] = (
             r"\b(?:beat|beats|beaten|hit|hits) me (?:with (?:a|his|her|their|the) |black and blue|until|till|so hard)",
             r"\b(?:raped|rapes|sexually assaulted|forced himself on|forced herself on)\b",
             r"\bforced me (?:to have sex|into sex|to do sexual)\b",
-            r"\b(?:physically|sexually) (?:hurt|hurts|abused|abuses|attacked|assaulted) me\b",
+            r"\b<HE> <ADV>(?:physically|sexually) (?:hurt|hurts|abused|abuses|attacked|assaulted) me\b",
+            r"\b<HE> <ADV>(?:pushed|shoved|pushes) me\b(?! (?:away|to|into|toward|towards|forward|out of my comfort"
+            r"|too far|aside|further|harder))",
+            r"\b<HE> <ADV>(?:grabbed|grabs|twisted|twists|squeezed|yanked) my (?:arm|arms|wrist|wrists|hair|face|jaw)"
+            r"\b(?! (?:gently|softly|to (?:help|hold)))",
             r"\b<HE> <ADV>(?:hurt|hurts|hurting|abused|abuses) me physically\b",
             r"\b<HE> <ADV>(?:slammed|smashed|banged|hit|bashed) my head\b",
             r"\b<HE> <ADV>(?:broke|fractured|bruised|split) my (?:nose|rib|ribs|arm|jaw|lip|wrist|finger|eye|eye"
@@ -514,7 +518,8 @@ FLOOR: tuple[Rule, ...] = (
         (
             r"\b<HE> <ADV>(?:threatened|threatens|threatening|threaten) (?:me\b|to (?:hurt|kill|shoot|stab|burn) (?:me"
             r"|the"
-            r"|my|our|us)|to take (?:the|my|our) (?:kids|children|baby))",
+            r"|my|our|us)|to take (?:the|my|our) (?:kids|children|baby)|to (?:post|share|leak|send|show) (?:my|our|the)"
+            r" (?:pictures|photos|pics|nudes|videos|video|private))",
             r"\bthreatened to (?:hurt|kill) (?:the |my |our )?(?:kids|children|son|daughter|baby|dog|cat)\b",
             r"\b(?:he|she|they) (?:said|says|told me|tells me|keeps telling me|keeps saying) <G2>(?:to kill myself|i"
             r" should"
@@ -575,6 +580,9 @@ FLOOR: tuple[Rule, ...] = (
             r"\b(?:i am )?(?:scared|afraid|terrified) of (?:him|her|them|my ex|my husband|my boyfriend|my partner|what"
             r" (?:he|she|they) might do)\b",
             r"\b(?:going to|will|might|could) hurt me (?:again|if)\b",
+            r"\b(?:he|she|they) <ADV>(?:says|said|keeps saying|tells me|told me) (?:that )?(?:he|she|they) (?:can not"
+            r"|could not) live without me\b",
+            r"\bwhat if (?:he|she|they) (?:hurts|hurt|kills|kill) (?:himself|herself|themselves)\b",
         ),
     ),
     # --- a partner threatening suicide to keep the person from leaving ---
@@ -1018,6 +1026,9 @@ FLOOR: tuple[Rule, ...] = (
         HOPELESSNESS,
         C,
         (
+            r"\b(?:want|need|wish) (?:the|this|my|all the|all this) pain to (?:stop|end|go away|be over)\b",
+            r"\b(?:no one|nobody) (?:cares|cared|ever cares|really cares) (?:about|if) (?:me|i)\b",
+            r"\b(?:no one|nobody) (?:loves|wants|needs) me\b",
             r"\b(?:nothing|it|things|life) (?:will never|is never going to) (?:get|be) (?:better|okay|ok|any better)\b",
             r"\bnothing will ever (?:get|be) (?:better|okay|ok|any better)\b",
             r"\b(?:i feel|i am|feeling|it is|everything is|it all feels|life is|life feels) (?:so |completely |totally"
