@@ -1,4 +1,4 @@
-"""Command line: ``python -m bot chat|match|check|eval|run``; the only place that exits."""
+"""Command line: ``python -m bot chat|match|check|eval|run|escalations|purge``; the only place that exits."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot import __version__, evaluate
+from bot import __version__, evaluate, operators
 from bot.adapters.terminal import TerminalChat, stderr_alerter, stderr_content_alert
 from bot.config import Settings, TelegramSettings
 from bot.content import read_content
@@ -23,8 +24,9 @@ from bot.engine import Engine, Outcome
 from bot.errors import BotError, ConfigError, ContentError
 from bot.lint import TESTS_DIR, lint
 from bot.matcher import tokens_of
-from bot.models import Incoming, Match
+from bot.models import Incoming, Level, Match
 from bot.service import running_engine
+from bot.spool import Spool
 from bot.store import MemoryStore
 
 EXAMPLES = {
@@ -50,7 +52,50 @@ SIGTERM or Ctrl-C stops cleanly: updates already fetched are answered first.""",
   python -m bot eval
   python -m bot eval --json > eval.json
   python -m bot eval --update-known-failures""",
+    "escalations": """examples:
+  python -m bot escalations list --since 24h --unacked
+  python -m bot escalations tail
+  python -m bot escalations ack 3f2a9c1b0d4e --by sam
+  python -m bot escalations stats --since 30d
+  python -m bot escalations export --format csv > escalations.csv""",
+    "purge": """examples:
+  python -m bot purge
+  UNHOOKED_RETENTION_DAYS=14 python -m bot purge --db /var/lib/unhooked/unhooked.sqlite3
+  # from cron, every night at 03:15:
+  15 3 * * * cd /srv/unhooked && .venv/bin/python -m bot purge""",
+    "escalations list": """examples:
+  python -m bot escalations list
+  python -m bot escalations list --since 24h --level imminent --unacked
+  python -m bot escalations list --json --since 2026-11-01""",
+    "escalations tail": """examples:
+  python -m bot escalations tail
+  python -m bot escalations tail --json --last 0 | my-log-shipper""",
+    "escalations ack": """examples:
+  python -m bot escalations ack 3f2a9c1b0d4e --by sam""",
+    "escalations stats": """examples:
+  python -m bot escalations stats
+  python -m bot escalations stats --since 7d --json""",
+    "escalations export": """examples:
+  python -m bot escalations export --format csv > escalations.csv
+  python -m bot escalations export --format jsonl --since 30d --output escalations.jsonl""",
 }
+
+
+def _since(text: str) -> float:
+    try:
+        return operators.parse_since(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above zero, e.g. 1 or 0.5; it is {text!r}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -63,14 +108,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"unhooked {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, summary: str) -> argparse.ArgumentParser:
-        return commands.add_parser(
+    def command(name: str, summary: str, under: Any = commands, key: str | None = None) -> argparse.ArgumentParser:
+        return under.add_parser(
             name,
             help=summary,
             description=summary,
-            epilog=EXAMPLES[name],
+            epilog=EXAMPLES[key or name],
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
+
+    def with_db(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        parser.add_argument("--db", type=Path, help="the bot's SQLite file (default: UNHOOKED_DB)")
+        return parser
 
     chat = command("chat", "Talk to the bot in this terminal, on the shipped content; no token needed.")
     chat.add_argument("--db", type=Path, help="SQLite file for sessions, or :memory: (default: UNHOOKED_DB)")
@@ -109,6 +158,51 @@ def _parser() -> argparse.ArgumentParser:
         help=f"rewrite {KNOWN_FAILURES} to list exactly the sentences failing now (review the diff)",
     )
     run_eval.set_defaults(handler=_eval)
+
+    escalations = command("escalations", "Operators' escalation log: list, follow, acknowledge, count and export.")
+    verbs = escalations.add_subparsers(dest="verb", required=True, metavar="VERB")
+    listing = with_db(command("list", "List escalations, oldest first, as a table or JSON.", verbs, "escalations list"))
+    listing.add_argument("--since", type=_since, help="only these: 24h, 90m, 7d, 2w ago, or a UTC date 2026-11-01")
+    listing.add_argument("--level", choices=[Level.CRISIS.value, Level.IMMINENT.value], help="only this level")
+    listing.add_argument("--unacked", action="store_true", help="only those nobody has acknowledged yet")
+    listing.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
+    listing.set_defaults(handler=_escalations_list)
+    tail = with_db(
+        command(
+            "tail",
+            "Show the latest escalations, then each new one as it comes; Ctrl-C stops.",
+            verbs,
+            "escalations tail",
+        )
+    )
+    tail.add_argument("--last", type=int, default=10, help="how many recent ones to show first (default 10)")
+    tail.add_argument("--every", type=_positive, default=1.0, help="seconds between looks at the database (default 1)")
+    tail.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
+    tail.set_defaults(handler=_escalations_tail)
+    ack = with_db(
+        command(
+            "ack", "Record who acknowledged an escalation (the first acknowledgement stays).", verbs, "escalations ack"
+        )
+    )
+    ack.add_argument("id", help="the escalation id, or its first 6 characters or more")
+    ack.add_argument("--by", required=True, help="who is acknowledging it")
+    ack.set_defaults(handler=_escalations_ack)
+    stats = with_db(
+        command("stats", "Count concerns and escalations by day, level and category.", verbs, "escalations stats")
+    )
+    stats.add_argument("--since", type=_since, help="only days from then: 24h, 7d, 2w ago, or 2026-11-01")
+    stats.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    stats.set_defaults(handler=_escalations_stats)
+    export = with_db(command("export", "Export escalations as CSV or JSON lines.", verbs, "escalations export"))
+    export.add_argument("--format", choices=["csv", "jsonl"], default="csv", help="csv (default) or jsonl")
+    export.add_argument("--since", type=_since, help="only these: 24h, 7d, 2w ago, or a UTC date 2026-11-01")
+    export.add_argument("--level", choices=[Level.CRISIS.value, Level.IMMINENT.value], help="only this level")
+    export.add_argument("--output", type=Path, help="write to this file (readable by its owner only), not stdout")
+    export.set_defaults(handler=_escalations_export)
+
+    purge = with_db(command("purge", "Delete escalation details and idle sessions past retention; keep daily counts."))
+    purge.add_argument("--days", type=int, help="keep this many days (default: UNHOOKED_RETENTION_DAYS, or 30)")
+    purge.set_defaults(handler=_purge)
     return parser
 
 
@@ -249,7 +343,10 @@ def _check(args: argparse.Namespace) -> int:
         f", {counts['note']} notes" if counts["note"] else ""
     )
     if catalog is not None:
-        print(f"{len(catalog.intents)} intents, {len(catalog.passages)} passages: {summary}")
+        print(
+            f"{len(catalog.intents)} intents, {len(catalog.passages)} passages, "
+            f"{len(catalog.safety_rules)} safety patterns: {summary}"
+        )
     else:
         print(f"content did not load: {summary}")
     return 1 if counts["error"] else 0
@@ -276,6 +373,73 @@ def _eval(args: argparse.Namespace) -> int:
         (folder / KNOWN_FAILURES).write_text(text, encoding="utf-8")
         print(f"wrote {folder / KNOWN_FAILURES}: {count} known failures", file=sys.stderr)
     return 0
+
+
+def _operate(args: argparse.Namespace, work: Any) -> int:
+    """Run ``work(store, spool)`` on the escalation log named by --db or UNHOOKED_DB and print what it returns."""
+    settings = Settings.from_env().with_db(args.db)
+    spool = Spool(settings.spool_path) if settings.spool_path else None
+
+    async def run() -> None:
+        async with operators.operator_log(settings.db_path) as store:
+            output = await work(store, spool)
+        if output:
+            sys.stdout.write(output)
+
+    asyncio.run(run())
+    return 0
+
+
+def _level(args: argparse.Namespace) -> Level | None:
+    return Level(args.level) if args.level else None
+
+
+def _escalations_list(args: argparse.Namespace) -> int:
+    return _operate(
+        args,
+        lambda store, spool: operators.list_text(
+            store, spool, since=args.since, level=_level(args), unacked=args.unacked, as_json=args.json
+        ),
+    )
+
+
+def _escalations_tail(args: argparse.Namespace) -> int:
+    def write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    async def work(store: Any, spool: Spool | None) -> None:
+        print(f"following escalations in {store.path}; press Ctrl-C to stop", file=sys.stderr, flush=True)
+        await operators.follow(store, write, last=max(args.last, 0), every=args.every, as_json=args.json)
+
+    return _operate(args, work)
+
+
+def _escalations_ack(args: argparse.Namespace) -> int:
+    return _operate(args, lambda store, spool: operators.ack_text(store, args.id, args.by, time.time()))
+
+
+def _escalations_stats(args: argparse.Namespace) -> int:
+    return _operate(args, lambda store, spool: operators.stats_text(store, spool, args.since, as_json=args.json))
+
+
+def _escalations_export(args: argparse.Namespace) -> int:
+    async def work(store: Any, spool: Spool | None) -> str:
+        text, count = await operators.export_text(store, spool, args.format, since=args.since, level=_level(args))
+        if args.output is None:
+            return text
+        operators.write_private(args.output, text)
+        print(f"wrote {count} escalations to {args.output}", file=sys.stderr)
+        return ""
+
+    return _operate(args, work)
+
+
+def _purge(args: argparse.Namespace) -> int:
+    days = Settings.from_env().retention_days if args.days is None else args.days
+    if days <= 0:
+        raise ConfigError(f"--days must be greater than zero, e.g. --days 30; it is {days}")
+    return _operate(args, lambda store, spool: operators.purge_text(store, days, time.time()))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,6 +16,9 @@ from bot.errors import ConfigError
 PACKAGE_DIR = Path(__file__).resolve().parent
 MIN_SECRET_CHARS = 16
 Number = TypeVar("Number", int, float)
+DEFAULT_RETENTION_DAYS = 30
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
 
 
 def default_content_dir() -> Path:
@@ -65,6 +68,10 @@ class Settings:
     """The key for hashing user ids (``UNHOOKED_SECRET``); generated into the data folder if unset."""
     reload_seconds: float = 3.0
     """How often a running bot looks for edited content files (``UNHOOKED_RELOAD_SECONDS``); 0 turns it off."""
+    retention_days: int = DEFAULT_RETENTION_DAYS
+    """Days escalation details and idle sessions are kept before ``purge`` (``UNHOOKED_RETENTION_DAYS``)."""
+    escalation_excerpts: bool = False
+    """Whether escalation records keep a redacted excerpt of the message (``UNHOOKED_ESCALATION_EXCERPTS``)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -84,8 +91,14 @@ class Settings:
                 "characters (e.g. the output of `python -c 'import secrets; print(secrets.token_hex(32))'`), "
                 "or unset it to have one generated in the data folder"
             )
-        reload_seconds = _seconds(env, "UNHOOKED_RELOAD_SECONDS", cls.reload_seconds)
-        return cls(db_path=db_path, content_dir=content_dir, secret=secret, reload_seconds=reload_seconds)
+        return cls(
+            db_path=db_path,
+            content_dir=content_dir,
+            secret=secret,
+            reload_seconds=_seconds(env, "UNHOOKED_RELOAD_SECONDS", cls.reload_seconds),
+            retention_days=_positive_int(env, "UNHOOKED_RETENTION_DAYS", DEFAULT_RETENTION_DAYS),
+            escalation_excerpts=_flag(env, "UNHOOKED_ESCALATION_EXCERPTS"),
+        )
 
     @property
     def spool_path(self) -> Path | None:
@@ -143,15 +156,18 @@ def _chat_id(env: Mapping[str, str], name: str, example: str) -> int | None:
         ) from None
 
 
-def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+def _flag(env: Mapping[str, str], name: str, default: bool = False) -> bool:
     raw = env.get(name, "").strip().lower()
     if not raw:
         return default
-    if raw in {"1", "true", "yes", "on"}:
+    if raw in _TRUE:
         return True
-    if raw in {"0", "false", "no", "off"}:
+    if raw in _FALSE:
         return False
-    raise ConfigError(f"{name} must be true or false, e.g. {name}={'true' if default else 'false'}; it is {raw!r}")
+    raise ConfigError(
+        f"{name} must be on or off (also 1/0, true/false, yes/no), e.g. {name}={'on' if default else 'off'}; "
+        f"it is {raw!r}"
+    )
 
 
 _TOKEN = re.compile(r"^\d+:[A-Za-z0-9_-]+$")

@@ -10,7 +10,9 @@ from typing import Any
 
 import yaml
 
+from bot import safety
 from bot.errors import ContentError
+from bot.lexicon import FLOOR, Rule
 from bot.matcher import IntentPhrases
 from bot.models import Example, Intent, Passage, Problem
 
@@ -23,6 +25,9 @@ ACTIONS = ("answer", "continue")
 
 INTENT_FIELDS = ("id", "title", "menu", "action", "examples", "keywords", "responses")
 PASSAGE_FIELDS = ("id", "text", "section", "source", "follow_ups")
+SAFETY_FIELDS = ("id", "category", "level", "phrase", "pattern", "examples", "note")
+SAFETY_FILE = Path("safety") / "patterns.yml"
+"""Moderators' safety patterns, relative to the content root; optional."""
 
 
 class _Map(dict):
@@ -122,6 +127,8 @@ class Catalog:
     intents: Mapping[str, Intent]
     passages: Mapping[str, Passage]
     article_title: str
+    safety_rules: tuple[Rule, ...] = ()
+    """Moderators' crisis-screen rules from ``safety/patterns.yml``; they add to the floor in code."""
 
     def phrases(self) -> list[IntentPhrases]:
         """What the matcher needs: each intent's examples and keywords."""
@@ -282,6 +289,58 @@ class _Reader:
             line=item.line,
         )
 
+    def safety_rules(self, data: Any, path: Path) -> list[Rule]:
+        """Moderators' crisis-screen rules; each is checked against its own examples."""
+        if data is None or (isinstance(data, _Map) and data.get("patterns") is None and "patterns" in data):
+            return []
+        if not isinstance(data, _Map) or not isinstance(data.get("patterns"), _Seq):
+            self.error(path, getattr(data, "line", 1), "the safety file must have `patterns:` followed by a list")
+            return []
+        self.fields(data, path, ("patterns",), "the safety file")
+        rules: dict[str, Rule] = {}
+        floor_ids = {rule.id for rule in FLOOR}
+        for item, line in zip(data["patterns"], data["patterns"].lines, strict=True):
+            if not isinstance(item, _Map):
+                self.error(
+                    path,
+                    line,
+                    "each safety pattern must be a mapping with `id:`, `category:`, `level:` and "
+                    "`phrase:` or `pattern:`",
+                )
+                continue
+            rule = self.safety_rule(item, path)
+            if rule is None:
+                continue
+            if rule.id in floor_ids or rule.id in rules:
+                where = "the floor in bot/lexicon.py" if rule.id in floor_ids else "this file"
+                self.error(path, item.lines["id"], f"the safety pattern id {rule.id!r} is already used in {where}")
+                continue
+            rules[rule.id] = rule
+        return list(rules.values())
+
+    def safety_rule(self, item: _Map, path: Path) -> Rule | None:
+        self.fields(item, path, SAFETY_FIELDS, "a safety pattern")
+        rule_id = self.identifier(item, path, PASSAGE_ID_PATTERN, ", with dots between parts")
+        category = self.text(item, "category", path, required=True)
+        level = self.text(item, "level", path, required=True)
+        phrase = self.text(item, "phrase", path, required=False)
+        pattern = self.text(item, "pattern", path, required=False)
+        examples = self.text_list(item, "examples", path, required=False)
+        if rule_id is None or category is None or level is None:
+            return None
+        try:
+            rule = safety.compile_rule(rule_id, category, level, pattern=pattern, phrase=phrase)
+        except safety.RuleError as error:
+            self.error(path, item.lines.get(error.field, item.line), str(error))
+            return None
+        if pattern is not None:
+            for warning in safety.pattern_warnings(pattern):
+                self.problems.append(Problem(path, item.lines["pattern"], "warning", warning))
+        for example, line in examples:
+            if not safety.fired(example, (rule,)):
+                self.error(path, line, f"the example {example!r} is not caught by safety pattern {rule_id!r}")
+        return rule
+
 
 FieldReader = _Reader
 """The field checks of this loader, for other YAML files read the same way (``bot.lint``, ``bot.conversations``)."""
@@ -377,9 +436,21 @@ def read_content(root: Path) -> tuple[Catalog | None, list[Problem]]:
         reader.error(intents_dir, 1, "no intent files were found; add at least one intents/<id>.yml")
     _cross_check(reader, intents, passages)
     title = _article_title(reader, root)
+    rules = _safety_rules(reader, root / SAFETY_FILE)
     if any(problem.level == "error" for problem in reader.problems):
         return None, reader.problems
-    return Catalog(root=root, intents=intents, passages=passages, article_title=title), reader.problems
+    catalog = Catalog(root=root, intents=intents, passages=passages, article_title=title, safety_rules=rules)
+    return catalog, reader.problems
+
+
+def _safety_rules(reader: _Reader, path: Path) -> tuple[Rule, ...]:
+    if not path.exists():
+        return ()
+    data, problems = read_yaml(path)
+    reader.problems.extend(problems)
+    if problems:
+        return ()
+    return tuple(reader.safety_rules(data, path))
 
 
 def load_catalog(root: Path) -> Catalog:

@@ -10,9 +10,10 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bot import safety
+from bot import redact, safety
 from bot.content import Catalog
 from bot.escalation import Escalator
+from bot.lexicon import FLOOR, Rule
 from bot.matcher import Matcher, MatcherSettings
 from bot.models import (
     Detection,
@@ -26,6 +27,7 @@ from bot.models import (
     ReplyKind,
     Session,
     Suggestion,
+    Track,
 )
 from bot.sessions import Sessions
 from bot.store import Store
@@ -37,12 +39,17 @@ GUESS_WITHIN = 15.0
 """A fallback suggests the best guess first when it scored within this much of the threshold."""
 CRISIS_READ_TIMEOUT = 0.25
 """Seconds a crisis turn waits for the person's session before going on without it."""
+CRISIS_QUIET = 2 * 60 * 60
+"""Seconds without a message after which a crisis state ends on its own."""
 
 NOT_UNDERSTOOD = "I'm not sure I understood that. Could you say it another way? Or pick one of these topics:"
 UNSURE_BETWEEN = "I'm not sure which of these you mean. Could you pick one, or say a little more?"
 WHICH_TOPIC = "Happy to go on. Which topic would you like to hear more about?"
 APOLOGY = "Sorry, something went wrong on my side. Could you try saying that again?"
 NO_CONTENT = "I can't reach my reading material right now, so I can't answer that. Please try again a little later."
+HELD_BACK = (
+    "That part of the article describes violence, so I'll leave it out for now. You can ask for it another time."
+)
 
 
 @dataclass(frozen=True)
@@ -68,20 +75,28 @@ class Engine:
         matcher_settings: MatcherSettings | None = None,
         clock: Callable[[], float] = time.time,
         escalator: Escalator | None = None,
+        excerpts: bool = False,
     ) -> None:
         self.sessions = Sessions(store)
+        self.excerpts = excerpts
+        """Whether escalation records keep a redacted excerpt of the message (an operator's opt-in)."""
         self.escalator = escalator or Escalator(store, clock=clock)
         self._secret = secret
         self._clock = clock
         self._matcher_settings = matcher_settings
         self.catalog: Catalog | None = None
         self.matcher: Matcher | None = None
+        self.rules: tuple[Rule, ...] = FLOOR
         self.use(catalog)
 
     def use(self, catalog: Catalog | None) -> None:
-        """Serve ``catalog`` from the next message on (``None`` serves crisis replies only)."""
+        """Serve ``catalog`` from the next message on (``None`` serves crisis replies only).
+
+        The crisis screen always runs the floor in code, plus the catalogue's own safety rules.
+        """
         matcher = Matcher(catalog.phrases(), self._matcher_settings) if catalog else None
-        self.catalog, self.matcher = catalog, matcher
+        rules = FLOOR + catalog.safety_rules if catalog else FLOOR
+        self.catalog, self.matcher, self.rules = catalog, matcher, rules
 
     def user_key(self, channel: str, user_id: str) -> str:
         """The keyed hash that stands for a person everywhere the bot stores or logs anything."""
@@ -89,52 +104,116 @@ class Engine:
         return digest.hexdigest()[:32]
 
     async def handle(self, incoming: Incoming) -> Outcome:
-        """Answer one message. Never raises for anything a person can type."""
+        """Answer one message. Never raises for anything a person can type.
+
+        The crisis screen runs first. A crisis or imminent detection gets the crisis reply alone
+        and is recorded for operators. While a crisis state lasts, every reply keeps help in view
+        and asks whether the person is safe, until they say they are or the session goes quiet
+        for ``CRISIS_QUIET``; an ambiguous message in that state counts as a crisis. Otherwise an
+        ambiguous message gets a gentle check-in before the answer.
+        """
         detection = self._screen(incoming.text)
         key = self.user_key(incoming.channel, incoming.user_id)
         now = self._clock()
         self.sessions.count("messages", now)
         if detection is not None and detection.level.rank >= Level.CRISIS.rank:
-            reply = safety.crisis_reply(detection)
-            escalation = Escalation(
-                id=uuid.uuid4().hex,
-                at=now,
-                user_key=key,
-                level=detection.level,
-                category=detection.category,
-                rule=detection.rule,
-                channel=incoming.channel,
-                resources=safety.resources_for(detection),
-            )
-            session = await self.sessions.get(key, now, timeout=CRISIS_READ_TIMEOUT)
-            session.crisis_level, session.crisis_at = detection.level, now
+            return await self._crisis(incoming, key, now, detection)
+        session = await self.sessions.get(key, now)
+        in_crisis = self._in_crisis(session, now)
+        if in_crisis and detection is not None:
+            return await self._crisis(incoming, key, now, safety.in_crisis_window(detection), session)
+        replies: list[Reply] = []
+        if in_crisis and safety.says_safe(incoming.text):
+            session.crisis_level = session.crisis_at = session.crisis_track = None
+            in_crisis = False
+            replies.append(safety.SAFE_ACK)
+            if safety.only_says_safe(incoming.text):
+                self._finish(session, now)
+                return Outcome(tuple(replies))
+        elif in_crisis:
+            replies.append(safety.reminder(session.crisis_track or Track.SELF))
+        elif detection is not None:
+            replies.append(safety.concern_reply(detection))
+            self.sessions.count("concerns", now)
+        try:
+            match, answers = self._answer(incoming, session, calm=in_crisis)
+        except Exception:
+            log.exception("answering failed; sending an apology")
+            match, answers = None, [Reply(APOLOGY, ReplyKind.NOTICE)]
+        self._finish(session, now)
+        self.sessions.count("fallbacks" if match is not None and match.intent is None else "answers", now)
+        if replies and [answer.kind for answer in answers] == [ReplyKind.FALLBACK]:
+            answers = []  # the check-in already asks a question; "I didn't understand" would talk over it
+        return Outcome((*replies, *answers), match, detection)
+
+    async def _crisis(
+        self, incoming: Incoming, key: str, now: float, detection: Detection, session: Session | None = None
+    ) -> Outcome:
+        """The crisis reply; the record and the session are kept on a best-effort basis, never at its cost."""
+        reply = safety.crisis_reply(detection)
+        escalation = Escalation(
+            id=uuid.uuid4().hex,
+            at=now,
+            user_key=key,
+            level=detection.level,
+            category=detection.category,
+            rule=detection.rule,
+            channel=incoming.channel,
+            resources=safety.resources_for(detection),
+            excerpt=self._excerpt(incoming.text),
+        )
+        try:
+            if session is None:
+                session = await self.sessions.get(key, now, timeout=CRISIS_READ_TIMEOUT)
+            self._enter_crisis(session, detection, now)
             self._finish(session, now)
             self.sessions.count(f"escalations.{detection.level.value}", now)
             await self.escalator.record(escalation)
-            return Outcome((reply,), None, detection, escalation)
-        session = await self.sessions.get(key, now)
-        try:
-            match, replies = self._answer(incoming, session)
         except Exception:
-            log.exception("answering failed; sending an apology")
-            match, replies = None, [Reply(APOLOGY, ReplyKind.NOTICE)]
-        self._finish(session, now)
-        self.sessions.count("fallbacks" if match is not None and match.intent is None else "answers", now)
-        return Outcome(tuple(replies), match, detection)
+            log.exception("bookkeeping for escalation %s failed; the crisis reply goes out anyway", escalation.id)
+        return Outcome((reply,), None, detection, escalation)
+
+    def _excerpt(self, text: str) -> str | None:
+        """A redacted excerpt when operators opted in; never one that could stop the crisis reply."""
+        if not self.excerpts:
+            return None
+        try:
+            return redact.excerpt(text)
+        except Exception:
+            log.exception("could not redact an excerpt; the escalation is recorded without one")
+            return None
 
     def _screen(self, text: str) -> Detection | None:
         try:
-            return safety.detect(text)
+            return safety.detect(text, self.rules)
         except Exception:
             log.exception("the crisis screen failed; answering with crisis resources to be safe")
             return safety.SCREEN_FAILED
+
+    @staticmethod
+    def _in_crisis(session: Session, now: float) -> bool:
+        """Whether the person is in a crisis state; a state that went quiet ends here."""
+        if session.crisis_level is None:
+            return False
+        if now - session.last_seen >= CRISIS_QUIET:
+            session.crisis_level = session.crisis_at = session.crisis_track = None
+            return False
+        return True
+
+    def _enter_crisis(self, session: Session, detection: Detection, now: float) -> None:
+        """Enter or refresh the crisis state: the highest level and both tracks, once seen, stay in view."""
+        level, track = detection.level, detection.track
+        if self._in_crisis(session, now) and session.crisis_level is not None:
+            level = max(level, session.crisis_level, key=lambda found: found.rank)
+            track = Track.OTHERS if Track.OTHERS in (session.crisis_track, track) else track
+        session.crisis_level, session.crisis_at, session.crisis_track = level, now, track
 
     def _finish(self, session: Session, now: float) -> None:
         session.turns += 1
         session.last_seen = now
         self.sessions.put(session)
 
-    def _answer(self, incoming: Incoming, session: Session) -> tuple[Match | None, list[Reply]]:
+    def _answer(self, incoming: Incoming, session: Session, *, calm: bool) -> tuple[Match | None, list[Reply]]:
         catalog, matcher = self.catalog, self.matcher
         if catalog is None or matcher is None:
             return None, [Reply(NO_CONTENT, ReplyKind.NOTICE)]
@@ -150,15 +229,25 @@ class Engine:
             if last is None:
                 return match, [Reply(WHICH_TOPIC, suggestions=self._menu(catalog, ()))]
             intent = last
-        passage = self._next_passage(catalog, intent, session)
+        passage = self._next_passage(catalog, intent, session, calm=calm)
+        if passage is None:
+            return match, [Reply(HELD_BACK, ReplyKind.NOTICE)]
         return match, [self._render(catalog, passage)]
 
     @staticmethod
-    def _next_passage(catalog: Catalog, intent: Intent, session: Session) -> Passage:
-        unseen = [passage_id for passage_id in intent.responses if passage_id not in session.shown]
+    def _next_passage(catalog: Catalog, intent: Intent, session: Session, *, calm: bool) -> Passage | None:
+        """The next passage of ``intent`` this person has not seen; in a crisis turn, none that describes violence."""
+        allowed = list(intent.responses)
+        if calm:
+            allowed = [
+                passage_id for passage_id in allowed if not safety.describes_violence(catalog.passages[passage_id].text)
+            ]
+            if not allowed:
+                return None
+        unseen = [passage_id for passage_id in allowed if passage_id not in session.shown]
         if not unseen:
-            session.shown.difference_update(intent.responses)
-            unseen = list(intent.responses)
+            session.shown.difference_update(allowed)
+            unseen = allowed
         passage = catalog.passages[unseen[0]]
         session.shown.add(passage.id)
         if passage.quoted:

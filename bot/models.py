@@ -38,6 +38,8 @@ class ReplyKind(StrEnum):
     """The bot did not understand and says so."""
     CRISIS = "crisis"
     """Crisis resources; always sent first and never delayed."""
+    CHECK_IN = "check_in"
+    """A gentle check-in after an ambiguous message; sent before the answer, without alarm."""
     NOTICE = "notice"
     """A line about the bot itself, e.g. that content is unavailable."""
 
@@ -84,6 +86,8 @@ class Detection:
     rule: str
     """The id of the lexicon rule that fired, never the text that fired it."""
     track: Track = Track.SELF
+    window_level: Level | None = None
+    """The level the rule reaches when the person is already in a crisis state (see ``safety.in_crisis_window``)."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,8 @@ class Session:
     crisis_level: Level | None = None
     crisis_at: float | None = None
     """When the crisis state was last entered or refreshed."""
+    crisis_track: Track | None = None
+    """Which help the crisis state keeps in view (``None`` when there is no crisis state)."""
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,17 @@ APOSTROPHES = "\u2018\u2019\u201a\u201b\u02bc\u02b9\u0060\u00b4\u2032\uff07"
 DOUBLE_QUOTES = "\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb\uff02"
 ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e"
 _FOLD = str.maketrans(
-    {**dict.fromkeys(APOSTROPHES, "'"), **dict.fromkeys(DOUBLE_QUOTES, '"'), **dict.fromkeys(ZERO_WIDTH, None)}
+    {
+        **dict.fromkeys(APOSTROPHES, "'"),
+        **dict.fromkeys(DOUBLE_QUOTES, '"'),
+        **dict.fromkeys(ZERO_WIDTH, None),
+        **dict.fromkeys("\n\r\t", " "),
+    }
 )
 
-MAX_CHARS = 4000
-"""Longer messages are cut before any work, so cost per message is bounded."""
+MAX_CHARS = 4096
+"""Longer messages are cut before any work, so cost per message is bounded; Telegram's own limit, so a
+message sent there is never cut before the crisis screen reads it."""
 
 _REPEATS = re.compile(r"(.)\1{2,}")
 _NON_WORD = re.compile(r"[^\w']+")
@@ -208,7 +214,8 @@ _PARTNER = re.compile(r"\b(?:" + "|".join(_PARTNER_PHRASES) + r")\b(?:'s)?")
 def fold(text: str) -> str:
     """Fold Unicode forms, quotes, zero-width and control characters, and case; keep the words."""
     text = unicodedata.normalize("NFKC", text[:MAX_CHARS]).translate(_FOLD)
-    text = "".join(ch if ch.isprintable() else " " for ch in text)
+    if not text.isprintable():
+        text = "".join(ch if ch.isprintable() else " " for ch in text)
     return _SPACES.sub(" ", text).strip().casefold()
 
 

@@ -1,24 +1,33 @@
-"""Crisis resources: every hotline fact the bot gives lives here, with when it was checked."""
+"""Crisis resources: every hotline fact the bot gives lives here, with when and how it was checked."""
 
 from __future__ import annotations
 
-CHECKED_ON = "2026-11"
-"""When these facts were last compared with their sources (see CHECKED_AGAINST); re-check before each release."""
+CHECKED_ON = "2026-11-29"
+"""When these facts were last compared with their sources; re-check before each release."""
 CHECKED_AGAINST = "the official pages cited in shared/research/safety-anchors.md, section 1"
+CHECKED_HOW = (
+    "compared by hand with the research notes, which quote and cite the official pages (988lifeline.org, fcc.gov, "
+    "thehotline.org via ovc.ojp.gov, samaritans.org, the Government of Canada release, Lifeline Australia, "
+    "findahelpline.com); not checked live, because the machine this was written on reaches no web sites. "
+    "Call or visit each one before a release."
+)
+"""How the check was done, said honestly so the next person knows what is still owed."""
 
 LIFELINE = "call or text 988, or chat at 988lifeline.org"
-"""The 988 Suicide & Crisis Lifeline (US): call, text or chat, free, 24/7."""
+"""The 988 Suicide & Crisis Lifeline (US): call, text or chat, free, 24/7. [C] in the research notes."""
 EMERGENCY = "if you are in immediate danger, call 911"
-"""US emergency services."""
+"""US emergency services. [C]"""
 DV_HOTLINE = (
     "the National Domestic Violence Hotline: call 1-800-799-7233, text START to 88788, or chat at thehotline.org"
 )
-"""The National Domestic Violence Hotline (US)."""
+"""The National Domestic Violence Hotline (US). [C]"""
 OUTSIDE_US = (
     "Outside the US: Canada, call or text 988 · UK & Ireland, Samaritans 116 123 · "
     "Australia, Lifeline 13 11 14 · elsewhere, findahelpline.com"
 )
-"""One line for everyone else; Telegram does not tell us where a person is."""
+"""One line for everyone else; Telegram does not tell us where a person is. Each entry is [C]."""
+ELSEWHERE = "outside the US, findahelpline.com lists local lines"
+"""The short form of ``OUTSIDE_US`` for gentle check-ins."""
 AUTOMATED = "I'm an automated bot: I can't see where you are or send help."
 """Said in every crisis reply, so nobody waits for help that is not coming."""
 

@@ -1,70 +1,129 @@
-"""The crisis screen: runs first on every message and answers with crisis resources.
+"""The crisis screen: runs first on every message, and the replies for each track and level.
 
-The lexicon lives in code so that it works when no content file loads.
+The lexicon floor lives in code (``bot/lexicon.py``) so that it works when no content file loads;
+moderators can add rules in ``safety/patterns.yml``, never remove one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from functools import lru_cache
+from re import _constants as sre  # the parser behind `re`, public in all but name since Python 3.11
+from re import _parser as sre_parse
+from typing import Any
 
-from bot import resources
+from bot import lexicon, resources
+from bot.lexicon import CATEGORIES, FLOOR, TRACKS, Rule
 from bot.models import Detection, Level, Reply, ReplyKind, Track
-from bot.normalize import fold, squeeze
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One lexicon pattern and what it means when it fires."""
-
-    id: str
-    category: str
-    level: Level
-    pattern: re.Pattern[str]
-    track: Track = Track.SELF
-
-
-def _rule(rule_id: str, category: str, level: Level, pattern: str, track: Track = Track.SELF) -> Rule:
-    return Rule(rule_id, category, level, re.compile(pattern), track)
-
-
-FLOOR: tuple[Rule, ...] = (
-    _rule("suicide.kill_myself", "suicidal", Level.CRISIS, r"\b(kill|end|hang)\s*(my\s*self|myself|my life)\b"),
-    _rule("suicide.word", "suicidal", Level.CRISIS, r"\bsuicid(e|al)\b"),
-    _rule("suicide.want_to_die", "suicidal", Level.CRISIS, r"\b(want|wanna|going) (to )?die\b"),
-    _rule("slang.kms", "slang", Level.CRISIS, r"\b(kms|unalive|sewer ?slide)\b"),
-    _rule("passive.wish_dead", "passive", Level.CRISIS, r"\bwish (i was|i were|to be) dead\b"),
-    _rule("selfharm.cut", "self_harm", Level.CRISIS, r"\b(cut|cutting|hurt|hurting|harm|harming) myself\b"),
-    _rule("attempt.took_all", "attempt", Level.IMMINENT, r"\btook (all|the whole bottle|them all)\b"),
-    _rule(
-        "partner.kill_me",
-        "partner_danger",
-        Level.IMMINENT,
-        r"\b(he|she|they)( will|'ll| is going to| said .{0,20}) kill me\b",
-        Track.OTHERS,
-    ),
-    _rule("partner.choked", "partner_danger", Level.IMMINENT, r"\b(choked|strangled) me\b", Track.OTHERS),
-)
-"""The floor: patterns that can never be removed by content files."""
-
+from bot.screen import BOUNDARY, screen_text
 
 SCREEN_FAILED = Detection(Level.CRISIS, "screen_failed", "screen.error")
 """Used when the screen itself fails: crisis resources are the safe answer."""
 
-
-def screen_text(text: str) -> str:
-    """Normalise for detection: folded case, quotes and Unicode forms, letter runs squeezed."""
-    return " ".join(squeeze(word) for word in fold(text).split())
+MAX_PATTERN_CHARS = 1000
+"""A moderator's pattern longer than this is refused."""
 
 
-def detect(text: str, rules: tuple[Rule, ...] = FLOOR) -> Detection | None:
-    """The most serious rule that fires on ``text``, or ``None``."""
+_MIN_LITERAL = 3
+_REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
+
+
+def _needs(items: Any) -> frozenset[str] | None:
+    """Strings of which every match of this parsed sequence contains at least one; ``None`` if unknown."""
+    candidates: list[frozenset[str]] = []
+    run: list[str] = []
+
+    def close_run() -> None:
+        if len(run) >= _MIN_LITERAL:
+            candidates.append(frozenset({"".join(run)}))
+        run.clear()
+
+    for op, argument in items:
+        if op is sre.LITERAL:
+            run.append(chr(argument))
+            continue
+        close_run()
+        found: frozenset[str] | None = None
+        if op is sre.SUBPATTERN:
+            _, added_flags, _, inner = argument
+            found = None if added_flags & re.IGNORECASE else _needs(inner)
+        elif op is sre.BRANCH:
+            parts = [_needs(branch) for branch in argument[1]]
+            found = None if any(part is None for part in parts) else frozenset().union(*parts)  # type: ignore[arg-type]
+        elif op in _REPEATS and argument[0] >= 1:
+            found = _needs(argument[2])
+        elif op is sre.ATOMIC_GROUP:
+            found = _needs(argument)
+        if found:
+            candidates.append(found)
+    close_run()
+    if not candidates:
+        return None
+    # The most selective: the longest shortest string (spaces do not count), then the fewest strings.
+    return max(candidates, key=lambda strings: (min(len(string.strip()) for string in strings), -len(strings)))
+
+
+@lru_cache(maxsize=4096)
+def literals_needed(source: str) -> frozenset[str] | None:
+    """Literal strings of which any match of the pattern ``source`` contains at least one, or ``None``.
+
+    Derived from the parsed pattern, so it is exact about what a regex must contain: mandatory
+    literal runs, every branch of an alternation, repeats of at least one. Anything it cannot
+    reason about (case-insensitive flags, an unparsable pattern) gives ``None``, and the pattern
+    is then always tried. This lets the screen skip most patterns on a long message without ever
+    skipping one that could match.
+    """
+    try:
+        tree = sre_parse.parse(source)
+    except Exception:  # a prefilter must never stop the screen
+        return None
+    if tree.state.flags & re.IGNORECASE:
+        return None
+    return _needs(tree.data)
+
+
+def _may_match(rule: Rule, screened: str) -> bool:
+    if rule.pattern.flags & re.IGNORECASE:
+        return True
+    needed = literals_needed(rule.pattern.pattern)
+    return needed is None or any(literal in screened for literal in needed)
+
+
+def fired(text: str, rules: Iterable[Rule] = FLOOR, *, prefilter: bool = True) -> list[Rule]:
+    """Every rule that fires on ``text``, in rule order (``prefilter`` only skips rules that cannot match)."""
     screened = screen_text(text)
-    found: Detection | None = None
-    for rule in rules:
-        if rule.pattern.search(screened) and (found is None or rule.level.rank > found.level.rank):
-            found = Detection(rule.level, rule.category, rule.id, rule.track)
-    return found
+    if not screened:
+        return []
+    return [rule for rule in rules if (not prefilter or _may_match(rule, screened)) and rule.pattern.search(screened)]
+
+
+def detect(text: str, rules: Iterable[Rule] = FLOOR) -> Detection | None:
+    """The most serious detection for ``text``, or ``None``.
+
+    The highest level wins and, at the same level, the rule listed first. When a rule about
+    danger from others fires at crisis level or above, the reply takes that track, whose
+    resources include 988 as well, so both kinds of help are shown.
+    """
+    found = fired(text, rules)
+    if not found:
+        return None
+    best = max(found, key=lambda rule: rule.level.rank)  # max keeps the first of equals
+    track = best.track
+    if best.level.rank >= Level.CRISIS.rank and any(
+        rule.track is Track.OTHERS and rule.level.rank >= Level.CRISIS.rank for rule in found
+    ):
+        track = Track.OTHERS
+    return Detection(best.level, best.category, best.id, track, best.window_level)
+
+
+def in_crisis_window(detection: Detection) -> Detection:
+    """The detection as it counts while the person is already in a crisis state: never below crisis."""
+    floor = detection.window_level or Level.CRISIS
+    if detection.level.rank >= floor.rank:
+        return detection
+    return dataclasses.replace(detection, level=floor)
 
 
 def resources_for(detection: Detection) -> tuple[str, ...]:
@@ -77,19 +136,204 @@ def resources_for(detection: Detection) -> tuple[str, ...]:
     return (*shown, "lifeline", "outside_us")
 
 
+_SAFE_QUESTION = "Are you safe right now?"
+_SUICIDE_QUESTION = "Are you thinking about suicide right now?"
+_GLAD = "I'm really glad you told me."
+_WORDS: dict[str, tuple[str, str]] = {
+    lexicon.SUICIDAL: (_GLAD, _SUICIDE_QUESTION),
+    lexicon.PASSIVE: ("Feeling like you don't want to be here is heavy, and I'm glad you told me.", _SUICIDE_QUESTION),
+    lexicon.METHOD: (_GLAD, _SAFE_QUESTION),
+    lexicon.ATTEMPT: ("I'm really glad you told me, and I want you to get help right now.", _SAFE_QUESTION),
+    lexicon.SELF_HARM: (
+        "You don't deserve to be in this much pain, and I'm glad you told me.",
+        "Are you hurt, or thinking about suicide, right now?",
+    ),
+    lexicon.FAREWELL: ("I'm really glad you wrote to me.", "Are you thinking about ending your life?"),
+    lexicon.HOPELESSNESS: ("That sounds incredibly painful, and I'm glad you told me.", _SUICIDE_QUESTION),
+    lexicon.PARTNER_DANGER: (
+        "What you're describing sounds frightening, and it is not your fault.",
+        "Are you somewhere safe right now?",
+    ),
+    lexicon.PARTNER_SUICIDE_THREAT: (
+        "A partner threatening to hurt themselves if you leave is a serious warning sign, and it is not your fault.",
+        _SAFE_QUESTION,
+    ),
+    lexicon.THIRD_PARTY: (
+        "These lines can also help you help someone you're worried about.",
+        "Do you know if they are safe right now?",
+    ),
+    lexicon.HARM_OTHERS: (
+        "It sounds like things feel unbearable right now, and I'm glad you said it here.",
+        "Are you or anyone else in danger right now?",
+    ),
+}
+"""One validating sentence and one direct question per category."""
+_DEFAULT_WORDS = ("I'm really glad you wrote.", _SAFE_QUESTION)
+
+
+def _sentence(text: str) -> str:
+    return text[0].upper() + text[1:] + "."
+
+
 def crisis_reply(detection: Detection) -> Reply:
-    """The reply for a detection: resources first, the bot's limits said plainly."""
+    """The reply for a crisis or imminent detection, built from ``resources_for`` in that order.
+
+    Resources come first (911 first when imminent or when the danger comes from someone else),
+    then one validating sentence, the bot's limits said plainly, one direct question, and the
+    line for people outside the US.
+    """
+    others = detection.track is Track.OTHERS
     shown = resources_for(detection)
-    lead = f"{resources.EMERGENCY.capitalize()}. " if "emergency" in shown else ""
+    parts = []
+    for resource in shown:
+        if resource == "emergency":
+            parts.append(_sentence(resources.EMERGENCY))
+        elif resource == "dv_hotline":
+            parts.append(f"You can reach {resources.DV_HOTLINE}, when it is safe for you.")
+        elif resource == "lifeline" and others:
+            parts.append(f"For thoughts of suicide, {resources.LIFELINE}.")
+        elif resource == "lifeline":
+            parts.append(f"Please {resources.LIFELINE}: you can talk to a trained counselor right now.")
+    validation, question = _WORDS.get(detection.category, _DEFAULT_WORDS)
+    parts += [validation, resources.AUTOMATED, question]
+    text = " ".join(parts)
+    if "outside_us" in shown:
+        text += f"\n\n{resources.OUTSIDE_US}"
+    return Reply(text, kind=ReplyKind.CRISIS)
+
+
+def concern_reply(detection: Detection) -> Reply:
+    """A gentle check-in for an ambiguous message: no alarm, one direct question, help offered without pressure."""
     if detection.track is Track.OTHERS:
         text = (
-            f"{lead}What you're describing sounds frightening, and it is not your fault. "
-            f"You can reach {resources.DV_HOTLINE}, when it is safe for you. For thoughts of suicide, "
-            f"{resources.LIFELINE}. {resources.AUTOMATED} Are you somewhere safe right now?"
+            f"That sounds frightening. {_SAFE_QUESTION} If you ever want to talk it through, you can reach "
+            f"{resources.DV_HOTLINE}, when it is safe for you; {resources.EMERGENCY}."
         )
     else:
         text = (
-            f"{lead}Please {resources.LIFELINE}: you can talk to a trained counselor right now. "
-            f"I'm really glad you told me. {resources.AUTOMATED} Are you thinking about suicide right now?"
+            "That sounds really heavy. Sometimes when people feel this way, they have thoughts of ending their life. "
+            f"Is that happening for you? If it ever is, you can {resources.LIFELINE}, any time "
+            f"({resources.ELSEWHERE})."
         )
-    return Reply(f"{text}\n\n{resources.OUTSIDE_US}", kind=ReplyKind.CRISIS)
+    return Reply(text, kind=ReplyKind.CHECK_IN)
+
+
+def reminder(track: Track) -> Reply:
+    """The short line that keeps help in view on every turn while a crisis state lasts."""
+    if track is Track.OTHERS:
+        lead = (
+            f"{_sentence(resources.EMERGENCY)} You can reach {resources.DV_HOTLINE}, when it is safe for you. "
+            "For thoughts of suicide, call or text 988."
+        )
+    else:
+        lead = f"If you need it, you can {resources.LIFELINE}, any time ({resources.ELSEWHERE})."
+    return Reply(f"{lead} {_SAFE_QUESTION} You can tell me “I'm safe” when you are.", kind=ReplyKind.CRISIS)
+
+
+SAFE_ACK = Reply(
+    f"I'm glad you're safe. If that changes, you can {resources.LIFELINE}, any time, or {resources.EMERGENCY}.",
+    kind=ReplyKind.CHECK_IN,
+)
+"""The reply when a person in a crisis state says they are safe."""
+
+_SAFE_CLAUSE = re.compile(
+    r"(?:(?:yes|yeah|yep|yup|no|nope|ok|okay|honestly|thanks|thank you|do not worry|i promise|really|well) )*"
+    r"(?:i am|i feel|i am feeling|feeling|we are|i think i am|i am in a|i am at a|i am somewhere|the kids and i are"
+    r"|we are all|we are both|i am home and|i am at home and|i am back home and|i am now)? ?"
+    r"(?:really |totally |completely |perfectly |definitely |actually )?"
+    r"(?:safe|safe place|okay now|ok now|alright now|fine now|all right now|safe and (?:okay|ok|sound|well)"
+    r"|out of danger|in a safe place)"
+    r"(?: now| right now| for now| at the moment| here| at home| again| thanks| thank you| i promise| honestly"
+    r"| tonight| with (?:a friend|my family|my sister|my mom|family|friends))*"
+)
+_FILLER = re.compile(r"(?:yes|yeah|yep|no|nope|ok|okay|thanks|thank you|i promise|honestly|really|well| )+")
+_NEGATIONS = frozenset({"not", "never", "nor", "hardly", "barely", "without"})
+
+
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+
+
+def _clauses(text: str) -> list[tuple[str, bool]] | None:
+    """The message's clauses as the screen sees them, each with whether it was asked as a question.
+
+    ``None`` when any word negates ("not", "never"): "I'm not safe" must never count as safe.
+    """
+    if _NEGATIONS.intersection(screen_text(text).split()):
+        return None
+    found = []
+    for sentence in _SENTENCE.findall(text):
+        question = sentence.rstrip().endswith("?")
+        found += [(clause.strip(), question) for clause in screen_text(sentence).split(BOUNDARY) if clause.strip()]
+    return found
+
+
+def says_safe(text: str) -> bool:
+    """Whether the message says plainly that the person is safe ("I'm safe now"); "I'm not safe" never does."""
+    return any(not question and _SAFE_CLAUSE.fullmatch(clause) for clause, question in _clauses(text) or ())
+
+
+def only_says_safe(text: str) -> bool:
+    """Whether the message says nothing but that the person is safe, so no other answer is owed."""
+    return says_safe(text) and all(
+        _SAFE_CLAUSE.fullmatch(clause) or _FILLER.fullmatch(clause) for clause, _ in _clauses(text) or ()
+    )
+
+
+@lru_cache(maxsize=1024)
+def describes_violence(text: str) -> bool:
+    """Whether a passage describes violence or self-harm; such passages are not quoted in crisis turns."""
+    return lexicon.VIOLENCE.search(text) is not None
+
+
+class RuleError(ValueError):
+    """A moderator's rule is wrong; ``field`` names the YAML field to point at."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def compile_rule(
+    rule_id: str, category: str, level: str, *, pattern: str | None = None, phrase: str | None = None
+) -> Rule:
+    """A moderator's rule from ``safety/patterns.yml``; raises ``RuleError`` with a sentence on any mistake."""
+    if category not in CATEGORIES:
+        raise RuleError("category", f"unknown category {category!r}; use one of: {', '.join(CATEGORIES)}")
+    try:
+        chosen = Level(level)
+    except ValueError:
+        levels = ", ".join(item.value for item in Level)
+        raise RuleError("level", f"unknown level {level!r}; use one of: {levels}") from None
+    field = "pattern" if pattern is not None else "phrase"
+    if (pattern is None) == (phrase is None):
+        raise RuleError(field, "give exactly one of `phrase:` (plain words) or `pattern:` (a regular expression)")
+    if phrase is not None:
+        screened = screen_text(phrase)
+        if not screened:
+            raise RuleError(field, "the phrase has no words left after normalisation")
+        source = r"\b" + re.escape(screened).replace(r"\ ", " ") + r"\b"
+    else:
+        source = pattern or ""
+        if len(source) > MAX_PATTERN_CHARS:
+            raise RuleError(field, f"the pattern is {len(source)} characters long; keep it under {MAX_PATTERN_CHARS}")
+    try:
+        compiled = re.compile(source)
+    except re.error as error:
+        message = f"the pattern is not a valid regular expression: {error.msg} at position {error.pos}"
+        raise RuleError(field, message) from None
+    if compiled.search("") is not None:
+        raise RuleError(field, "the pattern matches an empty message, so it would fire on every message")
+    return Rule(rule_id, category, chosen, compiled, TRACKS[category])
+
+
+def pattern_warnings(pattern: str) -> list[str]:
+    """Things in a moderator's pattern that can never match the normalised text."""
+    warnings = []
+    if "'" in pattern or "\u2019" in pattern:
+        warnings.append(
+            "the pattern contains an apostrophe, but the screen removes apostrophes and expands contractions "
+            '("don\'t" is matched as "do not", "I\'m" as "i am"); write the expanded words'
+        )
+    if re.search(r"[A-Z]", re.sub(r"\\.", "", pattern)):
+        warnings.append("the pattern contains capital letters, but the screen lowercases everything first")
+    return warnings

@@ -57,7 +57,7 @@ async def running_engine(
     spool = Spool(settings.spool_path) if settings.spool_path and store is None else None
     store = await _open(store or open_store(settings.db_path), spool)
     escalator = Escalator(store, spool, alerter)
-    engine = Engine(store, secret, catalog, escalator=escalator)
+    engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts)
     retry = asyncio.create_task(escalator.retry_forever(), name="alert-retry") if alerter else None
     watcher = None
     if settings.reload_seconds > 0:

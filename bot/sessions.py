@@ -6,11 +6,10 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from datetime import UTC, datetime
 
 from bot.errors import StoreError
 from bot.models import Session
-from bot.store import Store
+from bot.store import Store, day_of
 
 log = logging.getLogger("unhooked.sessions")
 
@@ -18,11 +17,6 @@ FLUSH_DELAY = 0.05
 """Seconds to gather changed sessions before one batched write."""
 RETRY_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 """Back-off between failed writes; the last one repeats while the store stays down."""
-
-
-def day_of(at: float) -> str:
-    """The UTC day of a timestamp, as ``YYYY-MM-DD``."""
-    return datetime.fromtimestamp(at, UTC).date().isoformat()
 
 
 class Sessions:

@@ -19,7 +19,27 @@ from types import TracebackType
 import aiosqlite
 
 from bot.errors import StoreError
-from bot.models import Escalation, Level, Session
+from bot.models import Escalation, Level, Session, Track
+
+
+def day_of(at: float) -> str:
+    """The UTC day of a timestamp, as ``YYYY-MM-DD``."""
+    return datetime.fromtimestamp(at, UTC).date().isoformat()
+
+
+@dataclass(frozen=True)
+class Purged:
+    """What a purge removed: escalation details folded into anonymous daily counts, and idle sessions."""
+
+    escalations: int
+    sessions: int
+    days: tuple[str, ...]
+    """The UTC days whose escalations were folded into counts."""
+
+
+def folded_count_name(escalation: Escalation) -> str:
+    """The anonymous daily counter an escalation is folded into when its details are purged."""
+    return f"escalations.{escalation.level.value}.{escalation.category}"
 
 
 class Store(ABC):
@@ -118,6 +138,25 @@ class Store(ABC):
     async def tell_group_once(self, group_key: str, at: float) -> bool:
         """Record that a group was told the bot only talks in private; ``True`` only the first time."""
 
+    @abstractmethod
+    async def escalation_feed(self, after: int = 0, limit: int = 100) -> list[tuple[int, Escalation]]:
+        """Escalations stored after position ``after``, in the order they were stored, with their positions.
+
+        Positions only grow, so a follower that remembers the last one sees every new record once,
+        including old ones replayed from the spool.
+        """
+
+    @abstractmethod
+    async def all_counts(self, first_day: str | None = None) -> dict[tuple[str, str], int]:
+        """Every anonymous daily counter from ``first_day`` on (all days for ``None``), by (day, name)."""
+
+    @abstractmethod
+    async def purge(self, before: float) -> Purged:
+        """Fold escalations older than ``before`` into anonymous daily counts, delete them and idle sessions.
+
+        One transaction: a purge that fails leaves everything as it was, and running it again is harmless.
+        """
+
 
 def _copy(session: Session) -> Session:
     return dataclasses.replace(session, shown=set(session.shown))
@@ -129,6 +168,8 @@ class MemoryStore(Store):
     def __init__(self) -> None:
         self._sessions: dict[str, Session] = {}
         self._escalations: dict[str, Escalation] = {}
+        self._positions: dict[str, int] = {}
+        self._last_position = 0
         self._counts: Counter[tuple[str, str]] = Counter()
         self._updates: dict[int, _Update] = {}
         self._message_ids: dict[tuple[str, int], float] = {}
@@ -152,6 +193,7 @@ class MemoryStore(Store):
         gone = [key for key, escalation in self._escalations.items() if escalation.user_key == user_key]
         for key in gone:
             del self._escalations[key]
+            self._positions.pop(key, None)
         return len(gone) + (1 if self._sessions.pop(user_key, None) else 0) + await self.drop_message_ids(user_key)
 
     async def add_counts(self, counts: Mapping[tuple[str, str], int]) -> None:
@@ -162,7 +204,10 @@ class MemoryStore(Store):
 
     async def record_escalations(self, escalations: list[Escalation]) -> None:
         for escalation in escalations:
-            self._escalations.setdefault(escalation.id, escalation)
+            if escalation.id not in self._escalations:
+                self._escalations[escalation.id] = escalation
+                self._last_position += 1
+                self._positions[escalation.id] = self._last_position
 
     async def escalations(
         self, *, since: float | None = None, level: Level | None = None, unacked: bool = False, limit: int | None = None
@@ -187,6 +232,26 @@ class MemoryStore(Store):
 
     async def unalerted(self, limit: int = 100) -> list[Escalation]:
         return [e for e in await self.escalations() if e.alerted_at is None][:limit]
+
+    async def escalation_feed(self, after: int = 0, limit: int = 100) -> list[tuple[int, Escalation]]:
+        found = sorted(
+            (position, self._escalations[key]) for key, position in self._positions.items() if position > after
+        )
+        return found[:limit]
+
+    async def all_counts(self, first_day: str | None = None) -> dict[tuple[str, str], int]:
+        return {key: value for key, value in sorted(self._counts.items()) if first_day is None or key[0] >= first_day}
+
+    async def purge(self, before: float) -> Purged:
+        old = [e for e in self._escalations.values() if e.at < before]
+        self._counts.update(Counter((day_of(e.at), folded_count_name(e)) for e in old))
+        for escalation in old:
+            del self._escalations[escalation.id]
+            self._positions.pop(escalation.id, None)
+        idle = [key for key, session in self._sessions.items() if session.last_seen < before]
+        for key in idle:
+            del self._sessions[key]
+        return Purged(len(old), len(idle), tuple(sorted({day_of(e.at) for e in old})))
 
     async def record_updates(self, updates: Sequence[tuple[int, str]], at: float) -> list[int]:
         raw = dict(updates)
@@ -254,6 +319,10 @@ class Migration:
     statements: tuple[str, ...]
 
 
+_ESCALATION_COLUMNS = (
+    "id, at, user_key, level, category, rule, channel, resources, excerpt, acked_by, acked_at, alerted_at"
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_sessions",
@@ -304,6 +373,36 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration(
+        "0004_escalation_seq",
+        (
+            # A position that only grows (AUTOINCREMENT never reuses one), so `escalations tail` sees every record.
+            """CREATE TABLE escalations_new (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL UNIQUE,
+                at REAL NOT NULL,
+                user_key TEXT NOT NULL,
+                level TEXT NOT NULL,
+                category TEXT NOT NULL,
+                rule TEXT NOT NULL,
+                channel TEXT NOT NULL,
+                resources TEXT NOT NULL,
+                excerpt TEXT,
+                acked_by TEXT,
+                acked_at REAL,
+                alerted_at REAL
+            )""",
+            "INSERT INTO escalations_new"
+            " (id, at, user_key, level, category, rule, channel, resources, excerpt, acked_by, acked_at, alerted_at)"
+            " SELECT id, at, user_key, level, category, rule, channel, resources, excerpt, acked_by, acked_at,"
+            " alerted_at FROM escalations ORDER BY rowid",
+            "DROP TABLE escalations",
+            "ALTER TABLE escalations_new RENAME TO escalations",
+            "CREATE INDEX escalations_at ON escalations (at)",
+            "CREATE INDEX escalations_user ON escalations (user_key)",
+        ),
+    ),
+    Migration("0005_session_crisis_track", ("ALTER TABLE sessions ADD COLUMN crisis_track TEXT",)),
+    Migration(
         "0010_updates",
         (
             # The Telegram update journal: an update is written here before Telegram is told it arrived,
@@ -335,11 +434,6 @@ MIGRATIONS: tuple[Migration, ...] = (
         ("CREATE TABLE told_groups (chat_key TEXT PRIMARY KEY, told_at REAL NOT NULL) WITHOUT ROWID",),
     ),
 )
-
-_ESCALATION_COLUMNS = (
-    "id, at, user_key, level, category, rule, channel, resources, excerpt, acked_by, acked_at, alerted_at"
-)
-
 
 _INSERT_ESCALATION = (
     "INSERT OR IGNORE INTO escalations"
@@ -488,7 +582,7 @@ class SqliteStore(Store):
         async with (
             self._guard("load a session"),
             self.db.execute(
-                "SELECT first_seen, last_seen, turns, last_intent, shown, crisis_level, crisis_at"
+                "SELECT first_seen, last_seen, turns, last_intent, shown, crisis_level, crisis_at, crisis_track"
                 " FROM sessions WHERE user_key = ?",
                 (user_key,),
             ) as cursor,
@@ -496,7 +590,7 @@ class SqliteStore(Store):
             row = await cursor.fetchone()
         if row is None:
             return None
-        first_seen, last_seen, turns, last_intent, shown, crisis_level, crisis_at = row
+        first_seen, last_seen, turns, last_intent, shown, crisis_level, crisis_at, crisis_track = row
         return Session(
             user_key=user_key,
             first_seen=first_seen,
@@ -506,6 +600,7 @@ class SqliteStore(Store):
             shown=set(json.loads(shown)),
             crisis_level=Level(crisis_level) if crisis_level else None,
             crisis_at=crisis_at,
+            crisis_track=Track(crisis_track) if crisis_track else None,
         )
 
     async def save_sessions(self, sessions: list[Session]) -> None:
@@ -519,14 +614,15 @@ class SqliteStore(Store):
                 json.dumps(sorted(session.shown)),
                 session.crisis_level.value if session.crisis_level else None,
                 session.crisis_at,
+                session.crisis_track.value if session.crisis_track else None,
             )
             for session in sessions
         ]
         async with self._guard("save sessions"), self._transaction():
             await self.db.executemany(
                 "INSERT OR REPLACE INTO sessions"
-                " (user_key, first_seen, last_seen, turns, last_intent, shown, crisis_level, crisis_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " (user_key, first_seen, last_seen, turns, last_intent, shown, crisis_level, crisis_at, crisis_track)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
 
@@ -656,6 +752,34 @@ class SqliteStore(Store):
                 "INSERT OR IGNORE INTO told_groups (chat_key, told_at) VALUES (?, ?)", (group_key, at)
             )
             return cursor.rowcount == 1
+
+    async def escalation_feed(self, after: int = 0, limit: int = 100) -> list[tuple[int, Escalation]]:
+        query = f"SELECT seq, {_ESCALATION_COLUMNS} FROM escalations WHERE seq > ? ORDER BY seq LIMIT ?"  # noqa: S608
+        async with self._guard("read new escalations"), self.db.execute(query, (after, limit)) as cursor:
+            return [(row[0], _escalation(row[1:])) async for row in cursor]
+
+    async def all_counts(self, first_day: str | None = None) -> dict[tuple[str, str], int]:
+        async with (
+            self._guard("read daily counts"),
+            self.db.execute(
+                "SELECT day, name, value FROM daily_counts WHERE ? IS NULL OR day >= ? ORDER BY day, name",
+                (first_day, first_day),
+            ) as cursor,
+        ):
+            return {(day, name): value async for day, name, value in cursor}
+
+    async def purge(self, before: float) -> Purged:
+        async with self._guard("purge old records"), self._transaction():
+            old = await self._select_escalations("at < ?", (before,), None)
+            counts = Counter((day_of(e.at), folded_count_name(e)) for e in old)
+            await self.db.executemany(
+                "INSERT INTO daily_counts (day, name, value) VALUES (?, ?, ?)"
+                " ON CONFLICT (day, name) DO UPDATE SET value = value + excluded.value",
+                [(day, name, value) for (day, name), value in counts.items()],
+            )
+            await self.db.execute("DELETE FROM escalations WHERE at < ?", (before,))
+            sessions = await self.db.execute("DELETE FROM sessions WHERE last_seen < ?", (before,))
+        return Purged(len(old), sessions.rowcount, tuple(sorted({day_of(e.at) for e in old})))
 
 
 def open_store(path: Path | str | None) -> Store:

@@ -90,7 +90,7 @@ def test_check_passes_on_the_shipped_content(tmp_path: Path) -> None:
 def test_check_lists_problems_by_file_relative_to_the_working_folder(tmp_path: Path) -> None:
     result = run("check", tmp=tmp_path)
     lines = result.stdout.splitlines()
-    assert re.fullmatch(r"\d+ intents, \d+ passages: 0 errors, \d+ warnings", lines[-1])
+    assert re.fullmatch(r"\d+ intents, \d+ passages, \d+ safety patterns: 0 errors, \d+ warnings", lines[-1])
     assert lines[0].startswith("intents/")
     assert lines[:-1] == sorted(lines[:-1], key=lambda line: (line.split(":")[0], int(line.split(":")[1])))
 
@@ -106,7 +106,10 @@ def test_check_runs_the_content_checks_and_fails_on_banned_advice(tmp_path: Path
     assert result.returncode == 1
     assert f"{passages}:{line}: error: passage 'goodbye.take_care' contains 'just leave'" in result.stdout
     assert f"{tmp_path}/none:1: note: there is no test sentences folder here" in result.stdout
-    assert re.fullmatch(r"\d+ intents, \d+ passages: 1 errors, \d+ warnings, 1 notes", result.stdout.splitlines()[-1])
+    assert re.fullmatch(
+        r"\d+ intents, \d+ passages, \d+ safety patterns: 1 errors, \d+ warnings, 1 notes",
+        result.stdout.splitlines()[-1],
+    )
 
 
 def test_check_fails_with_file_and_line(tmp_path: Path) -> None:
@@ -180,8 +183,18 @@ def test_a_bad_setting_is_one_sentence_not_a_traceback(tmp_path: Path) -> None:
 
 
 def _subcommands() -> dict[str, object]:
-    action = next(a for a in _parser()._actions if a.dest == "command")
-    return action.choices
+    """Every command by its full name, e.g. ``chat`` and ``escalations list``."""
+    found = {}
+
+    def walk(parser: object, prefix: str) -> None:
+        for action in parser._actions:
+            if action.dest in ("command", "verb"):
+                for name, sub in action.choices.items():
+                    found[f"{prefix}{name}"] = sub
+                    walk(sub, f"{prefix}{name} ")
+
+    walk(_parser(), "")
+    return found
 
 
 @pytest.mark.parametrize("name", sorted(_subcommands()))
@@ -194,6 +207,31 @@ def test_every_command_is_in_the_readme() -> None:
     readme = (REPO / "README.md").read_text()
     missing = [name for name in _subcommands() if f"python -m bot {name}" not in readme]
     assert missing == []
+
+
+def test_match_json_reports_every_level_of_the_screen(tmp_path: Path) -> None:
+    texts = "I can't do this anymore\nkms rn\nhe choked me last night\nwhy do I miss him\n"
+    rows = [json.loads(line) for line in run("match", "--json", stdin=texts, tmp=tmp_path).stdout.splitlines()]
+    assert [row["crisis"] for row in rows] == [
+        {"level": "concern", "category": "hopelessness", "rule": "hopelessness.cant_go_on"},
+        {"level": "crisis", "category": "suicidal", "rule": "suicidal.slang"},
+        {"level": "imminent", "category": "partner_danger", "rule": "partner.strangled"},
+        None,
+    ]
+    assert "988" in rows[0]["replies"][0] and rows[2]["replies"][0].startswith(
+        "If you are in immediate danger, call 911"
+    )
+
+
+def test_chat_gives_the_danger_track_reply_and_keeps_help_in_view(tmp_path: Path) -> None:
+    result = run("chat", "--db", ":memory:", stdin="he choked me last night\nwhy do I miss him\n", tmp=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.index("call 911") < out.index("1-800-799-7233") < out.index("or chat at 988lifeline.org")
+    assert "Are you safe right now?" in out and "brain was hooked" in out
+    assert "[operator alert] imminent escalation, category partner_danger" in result.stderr
+    assert "choked" not in result.stderr
+    assert not (REPO / "secret.key").exists()
 
 
 def test_top_level_help_has_an_example() -> None:

@@ -50,12 +50,6 @@ def test_an_unwritable_data_folder_says_what_to_set(tmp_path: Path) -> None:
         settings.secret_key()
 
 
-def test_an_in_memory_database_writes_no_secret_file(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    assert len(Settings.from_env({"UNHOOKED_DB": ":memory:"}).secret_key()) == 64
-    assert list(tmp_path.iterdir()) == []
-
-
 def test_the_reload_interval_is_read_and_checked() -> None:
     assert Settings.from_env({}).reload_seconds == 3.0
     assert Settings.from_env({"UNHOOKED_RELOAD_SECONDS": "0"}).reload_seconds == 0
@@ -107,7 +101,7 @@ def test_telegram_defaults_and_the_token_stays_out_of_the_repr() -> None:
         ({"TELEGRAM_BOT_TOKEN": "'123:abc'"}, "TELEGRAM_BOT_TOKEN does not look like a bot token"),
         ({**TOKEN_ENV, "TELEGRAM_API_BASE_URL": "127.0.0.1:8081"}, "TELEGRAM_API_BASE_URL must start with http://"),
         ({**TOKEN_ENV, "UNHOOKED_OPERATOR_CHAT_ID": "@ops"}, "UNHOOKED_OPERATOR_CHAT_ID must be a numeric Telegram id"),
-        ({**TOKEN_ENV, "UNHOOKED_PROTECT_CONTENT": "maybe"}, "UNHOOKED_PROTECT_CONTENT must be true or false"),
+        ({**TOKEN_ENV, "UNHOOKED_PROTECT_CONTENT": "maybe"}, "UNHOOKED_PROTECT_CONTENT must be on or off"),
         (
             {**TOKEN_ENV, "UNHOOKED_POLL_TIMEOUT": "soon"},
             "UNHOOKED_POLL_TIMEOUT must be a number, e.g. UNHOOKED_POLL_TIMEOUT=30",
@@ -146,3 +140,31 @@ def test_every_setting_is_in_env_example_and_the_readme() -> None:
     readme = (REPO / "README.md").read_text()
     assert sorted(name for name in read if f"\n{name}=" not in example) == []
     assert sorted(name for name in read if f"`{name}`" not in readme) == []
+
+
+def test_retention_and_excerpts_have_safe_defaults() -> None:
+    settings = Settings.from_env({})
+    assert settings.retention_days == 30 and settings.escalation_excerpts is False
+
+
+def test_retention_and_excerpts_are_read_and_checked() -> None:
+    settings = Settings.from_env({"UNHOOKED_RETENTION_DAYS": "7", "UNHOOKED_ESCALATION_EXCERPTS": "on"})
+    assert (settings.retention_days, settings.escalation_excerpts) == (7, True)
+    assert Settings.from_env({"UNHOOKED_ESCALATION_EXCERPTS": "0"}).escalation_excerpts is False
+    with pytest.raises(ConfigError, match="UNHOOKED_RETENTION_DAYS must be greater than zero"):
+        Settings.from_env({"UNHOOKED_RETENTION_DAYS": "0"})
+    with pytest.raises(ConfigError, match="UNHOOKED_ESCALATION_EXCERPTS must be on or off"):
+        Settings.from_env({"UNHOOKED_ESCALATION_EXCERPTS": "maybe"})
+
+
+def test_another_database_keeps_the_other_settings(tmp_path: Path) -> None:
+    settings = Settings.from_env({"UNHOOKED_RETENTION_DAYS": "7", "UNHOOKED_ESCALATION_EXCERPTS": "yes"})
+    moved = settings.with_db(tmp_path / "x.sqlite3")
+    assert (moved.db_path, moved.retention_days, moved.escalation_excerpts) == (tmp_path / "x.sqlite3", 7, True)
+
+
+def test_an_in_memory_database_writes_no_secret_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = Settings.from_env({"UNHOOKED_DB": ":memory:"})
+    assert len(settings.secret_key()) == 64
+    assert list(tmp_path.iterdir()) == []

@@ -177,3 +177,93 @@ def test_a_huge_file_is_refused_before_parsing(write_content: Writer) -> None:
 
 def test_a_missing_folder_says_what_to_set(tmp_path: Path) -> None:
     assert any("UNHOOKED_CONTENT_DIR" in problem for problem in problems_of(tmp_path))
+
+
+SAFETY = """\
+patterns:
+  - id: local.keys
+    category: partner_danger
+    level: concern
+    phrase: he still has my keys
+    examples:
+      - He still has my keys!
+"""
+
+
+def test_safety_patterns_load_into_the_catalog(write_content: Writer) -> None:
+    root = write_content({"intents/hello.yml": INTENT, "responses/hello.yml": RESPONSE, "safety/patterns.yml": SAFETY})
+    catalog = load_catalog(root)
+    assert [rule.id for rule in catalog.safety_rules] == ["local.keys"]
+
+
+def test_the_shipped_safety_patterns_load() -> None:
+    catalog, _ = read_content(REPO)
+    assert catalog.safety_rules and all(rule.id.startswith("local.") for rule in catalog.safety_rules)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (SAFETY.replace("partner_danger", "sadness"), "safety/patterns.yml:3: error: unknown category 'sadness'"),
+        (SAFETY.replace("level: concern", "level: high"), "safety/patterns.yml:4: error: unknown level 'high'"),
+        (
+            SAFETY.replace("phrase: he still has my keys", "pattern: (unclosed"),
+            "safety/patterns.yml:5: error: the pattern is not a valid regular expression: missing ), unterminated",
+        ),
+        (
+            SAFETY.replace("phrase: he still has my keys", "pattern: x*"),
+            "safety/patterns.yml:5: error: the pattern matches an empty message",
+        ),
+        (
+            SAFETY.replace("    examples:", "    pattern: x\n    examples:"),
+            "safety/patterns.yml:6: error: give exactly one of `phrase:` (plain words) or `pattern:`",
+        ),
+        (
+            SAFETY.replace("He still has my keys!", "He has my keys"),
+            "safety/patterns.yml:7: error: the example 'He has my keys' is not caught by safety pattern 'local.keys'",
+        ),
+        (SAFETY.replace("id: local.keys", "id: suicidal.slang"), "safety/patterns.yml:2: error: the safety pattern id"),
+        (
+            SAFETY + SAFETY.replace("patterns:\n", ""),
+            "safety/patterns.yml:8: error: the safety pattern id 'local.keys'",
+        ),
+        (
+            SAFETY.replace("    examples:", "    severity: high\n    examples:"),
+            "safety/patterns.yml:6: error: unknown field",
+        ),
+        ("patterns: nope\n", "safety/patterns.yml:1: error: the safety file must have `patterns:`"),
+        ("patterns:\n  - [1, 2]\n", "safety/patterns.yml:2: error: each safety pattern must be a mapping"),
+        (
+            SAFETY.replace("phrase: he still has my keys", "pattern: \\bhe's got my keys\\b").replace(
+                "He still has my keys!", "he's got my keys"
+            ),
+            "safety/patterns.yml:5: warning: the pattern contains an apostrophe",
+        ),
+    ],
+    ids=[
+        "unknown-category",
+        "unknown-level",
+        "invalid-regex",
+        "matches-everything",
+        "phrase-and-pattern",
+        "example-not-caught",
+        "floor-id",
+        "duplicate-id",
+        "unknown-field",
+        "not-a-list",
+        "not-a-mapping",
+        "apostrophe",
+    ],
+)
+def test_each_safety_pattern_mistake_is_named_with_its_line(write_content: Writer, text: str, expected: str) -> None:
+    root = write_content({"intents/hello.yml": INTENT, "responses/hello.yml": RESPONSE, "safety/patterns.yml": text})
+    found = problems_of(root)
+    assert any(problem.startswith(f"{root}/{expected}") for problem in found), found
+
+
+def test_an_empty_or_missing_safety_file_is_fine(write_content: Writer) -> None:
+    root = write_content({"intents/hello.yml": INTENT, "responses/hello.yml": RESPONSE})
+    assert load_catalog(root).safety_rules == ()
+    (root / "safety").mkdir()
+    (root / "safety" / "patterns.yml").write_text("# nothing yet\npatterns:\n")
+    assert load_catalog(root).safety_rules == ()

@@ -124,7 +124,8 @@ async def test_a_broken_store_does_not_stop_replies(catalog: Catalog, clock) -> 
     engine = Engine(BrokenStore(), SECRET, catalog, clock=clock)
     chat = Chat(engine)
     assert (await chat.say("i want to kill myself"))[0].kind is ReplyKind.CRISIS
-    assert (await chat.say("what is a trauma bond"))[0].kind is ReplyKind.ANSWER
+    reminder, answer = await chat.say("what is a trauma bond")
+    assert (reminder.kind, answer.kind) == (ReplyKind.CRISIS, ReplyKind.ANSWER)
     await engine.aclose()
 
 
@@ -189,3 +190,9 @@ async def test_fallback_offers_the_first_topics_of_the_menu(chat: Chat, catalog:
     replies = await chat.say("zxqv plorf")
     assert [s.intent for s in replies[0].suggestions] == [intent.id for intent in catalog.menu()[:3]]
     assert [intent.menu for intent in catalog.menu()] == sorted(intent.menu for intent in catalog.menu())
+
+
+@pytest.mark.parametrize("text", ["/start kms", "/help I want to die", "/delete he choked me"])
+async def test_commands_pass_the_crisis_screen_too(chat: Chat, text: str) -> None:
+    replies = await chat.say(text)
+    assert replies[0].kind is ReplyKind.CRISIS

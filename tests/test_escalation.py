@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -177,3 +179,61 @@ async def test_operators_see_the_escalation_log_line(
         await engine.aclose()
     assert '"event": "escalation"' in caplog.text
     assert "myself tonight" not in caplog.text and "123456789" not in caplog.text
+
+
+def record(escalation_id: str) -> Escalation:
+    return Escalation(escalation_id, 1.0, "k", Level.CRISIS, "suicidal", "r", "test", ("lifeline",))
+
+
+async def test_a_record_after_a_torn_line_keeps_a_line_of_its_own(tmp_path: Path) -> None:
+    spool = Spool(tmp_path / "spool.jsonl")
+    spool.append(record("e1"))
+    with spool.path.open("a") as handle:
+        handle.write('{"id": "torn", "at": 2.0, "use')  # the process died mid-write
+    spool.append(record("e3"))
+    assert [e.id for e in spool.read()] == ["e1", "e3"]
+
+
+async def test_a_replay_the_database_refuses_keeps_everything_for_the_next_one(tmp_path: Path) -> None:
+    spool = Spool(tmp_path / "spool.jsonl")
+    spool.append(record("e1"))
+    with pytest.raises(StoreError):
+        await spool.replay(RefusingStore())
+    assert spool.claimed.exists() and [e.id for e in spool.read()] == ["e1"]
+    spool.append(record("e2"))  # the bot keeps spooling meanwhile, into a fresh file
+    store = MemoryStore()
+    assert await spool.replay(store) == 2
+    assert [e.id for e in await store.escalations()] == ["e1", "e2"]
+    assert spool.read() == [] and not spool.claimed.exists() and not spool.path.exists()
+
+
+async def test_appends_during_a_replay_go_to_a_fresh_spool(tmp_path: Path) -> None:
+    spool = Spool(tmp_path / "spool.jsonl")
+    spool.append(record("e1"))
+
+    class SlowStore(MemoryStore):
+        async def record_escalations(self, escalations: list[Escalation]) -> None:
+            # another process appends while this replay holds the file it took
+            writer = threading.Thread(target=Spool(spool.path).append, args=(record("e2"),))
+            writer.start()
+            writer.join(timeout=5)
+            await super().record_escalations(escalations)
+
+    store = SlowStore()
+    assert await spool.replay(store) == 1
+    assert [e.id for e in await store.escalations()] == ["e1"]
+    assert [e.id for e in spool.read()] == ["e2"]  # waiting for the next replay
+
+
+async def test_an_append_that_opened_the_file_a_replay_took_writes_to_the_fresh_one(tmp_path: Path) -> None:
+    spool = Spool(tmp_path / "spool.jsonl")
+    spool.append(record("e1"))
+    descriptor = os.open(spool.path, os.O_RDWR | os.O_APPEND)  # opened just before the replay's rename
+    try:
+        os.replace(spool.path, spool.claimed)
+        assert not spool._still_the_spool(descriptor)  # so append reopens the path instead of writing here
+    finally:
+        os.close(descriptor)
+    spool.append(record("e2"))
+    assert [e.id for e in Spool(spool.claimed).read()] == ["e1"]
+    assert [e.id for e in spool.read()] == ["e1", "e2"]

@@ -64,8 +64,8 @@ def test_a_reply_phrase_is_checked(mini_content: Mini) -> None:
 def test_a_sentence_that_triggers_the_crisis_screen_is_a_failure(mini_content: Mini) -> None:
     evaluation = evaluated(mini_content(with_hello_tests("hello there, i want to die")))
     [result] = [r for r in evaluation.results if not r.passed]
-    assert result.crisis == "suicide.want_to_die"
-    assert "triggers the crisis screen (rule suicide.want_to_die); test sentences never contain crisis" in (
+    assert result.crisis == "suicidal.want_to_die"
+    assert "triggers the crisis screen (rule suicidal.want_to_die); test sentences never contain crisis" in (
         result.problem
     )
     assert "i want to die" not in known_failures_yaml(evaluation)[0]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bot.errors import StoreError
-from bot.models import Escalation, Level, Session
-from bot.store import MIGRATIONS, MemoryStore, Migration, SqliteStore, Store, check_migrations
+from bot.models import Escalation, Level, Session, Track
+from bot.store import MIGRATIONS, MemoryStore, Migration, Purged, SqliteStore, Store, check_migrations
 
 
 def session(key: str = "k1", **changes) -> Session:
@@ -42,7 +42,7 @@ class TestStoreContract:
         assert await store.load_session("nobody") is None
 
     async def test_a_saved_session_reads_back_equal(self, store: Store) -> None:
-        saved = session(crisis_level=Level.IMMINENT, crisis_at=150.0)
+        saved = session(crisis_level=Level.IMMINENT, crisis_at=150.0, crisis_track=Track.OTHERS)
         await store.save_sessions([saved])
         assert await store.load_session("k1") == saved
 
@@ -154,6 +154,51 @@ class TestStoreContract:
         assert await store.tell_group_once("g1", 20.0) is False
         assert await store.tell_group_once("g2", 20.0) is True
 
+    async def test_the_feed_gives_each_escalation_once_in_the_order_stored(self, store: Store) -> None:
+        await store.record_escalations([escalation("late", at=50.0), escalation("early", at=10.0)])
+        first = await store.escalation_feed()
+        assert [e.id for _, e in first] == ["late", "early"]
+        await store.record_escalations([escalation("replayed", at=1.0)])
+        after = await store.escalation_feed(first[-1][0])
+        assert [e.id for _, e in after] == ["replayed"]
+        assert await store.escalation_feed(after[-1][0]) == []
+        assert [e.id for _, e in await store.escalation_feed(0, limit=1)] == ["late"]
+
+    async def test_feed_positions_are_never_reused(self, store: Store) -> None:
+        await store.record_escalations([escalation("a"), escalation("b", user_key="k2")])
+        last = (await store.escalation_feed())[-1][0]
+        await store.forget("k2")
+        await store.record_escalations([escalation("c")])
+        assert [(e.id, position > last) for position, e in await store.escalation_feed(last)] == [("c", True)]
+
+    async def test_all_counts_reads_every_day_from_a_first_day(self, store: Store) -> None:
+        await store.add_counts({("2026-11-01", "messages"): 2, ("2026-11-03", "concerns"): 1})
+        assert await store.all_counts() == {("2026-11-01", "messages"): 2, ("2026-11-03", "concerns"): 1}
+        assert await store.all_counts("2026-11-02") == {("2026-11-03", "concerns"): 1}
+
+    async def test_purge_folds_old_escalations_into_counts_and_deletes_idle_sessions(self, store: Store) -> None:
+        day = 86400.0
+        await store.record_escalations(
+            [
+                escalation("old1", at=1 * day, level=Level.IMMINENT, category="attempt"),
+                escalation("old2", at=1 * day + 60),
+                escalation("old3", at=2 * day),
+                escalation("new", at=40 * day),
+            ]
+        )
+        await store.save_sessions([session("idle", last_seen=1 * day), session("active", last_seen=40 * day)])
+        result = await store.purge(30 * day)
+        assert result == Purged(escalations=3, sessions=1, days=("1970-01-02", "1970-01-03"))
+        assert [e.id for e in await store.escalations()] == ["new"]
+        assert await store.load_session("idle") is None and await store.load_session("active") is not None
+        assert await store.all_counts() == {
+            ("1970-01-02", "escalations.imminent.attempt"): 1,
+            ("1970-01-02", "escalations.crisis.suicidal"): 1,
+            ("1970-01-03", "escalations.crisis.suicidal"): 1,
+        }
+        assert await store.purge(30 * day) == Purged(0, 0, ())
+        assert len(await store.all_counts()) == 3
+
     async def test_close_twice_is_harmless(self, store: Store) -> None:
         await store.close()
         await store.close()
@@ -171,6 +216,37 @@ async def test_migrations_are_recorded_once_in_order(tmp_path: Path) -> None:
         assert await store.applied_migrations() == [m.name for m in MIGRATIONS]
     async with SqliteStore(tmp_path / "db.sqlite3") as store:
         assert await store.applied_migrations() == [m.name for m in MIGRATIONS]
+
+
+async def test_escalations_from_before_the_feed_keep_their_order_and_get_positions(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite3"
+    early = tuple(m for m in MIGRATIONS if m.name < "0004")
+    async with SqliteStore(path, early) as store:
+        await store.db.execute(
+            "INSERT INTO escalations (id, at, user_key, level, category, rule, channel, resources)"
+            " VALUES ('b', 2.0, 'k', 'crisis', 'suicidal', 'r', 'test', '[]'), ('a', 1.0, 'k', 'crisis', 'suicidal',"
+            " 'r', 'test', '[]')"
+        )
+        await store.db.execute("INSERT INTO sessions (user_key, first_seen, last_seen) VALUES ('k', 1.0, 2.0)")
+    async with SqliteStore(path) as store:
+        assert [(position, e.id) for position, e in await store.escalation_feed()] == [(1, "b"), (2, "a")]
+        assert (await store.load_session("k")).crisis_track is None
+        await store.record_escalations([escalation("a"), escalation("c")])
+        assert [e.id for _, e in await store.escalation_feed(2)] == ["c"]
+
+
+async def test_a_purge_waits_for_a_busy_database_instead_of_failing(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite3"
+    async with SqliteStore(path) as store:
+        await store.record_escalations([escalation("old", at=1.0)])
+        locker = sqlite3.connect(path)
+        locker.execute("BEGIN IMMEDIATE")
+        release = asyncio.get_running_loop().call_later(0.3, locker.rollback)
+        try:
+            assert (await store.purge(100.0)).escalations == 1
+        finally:
+            release.cancel()
+            locker.close()
 
 
 async def test_a_new_migration_is_applied_on_the_next_start(tmp_path: Path) -> None:

@@ -1,0 +1,170 @@
+"""A crisis state lasts across turns: help stays in view until the person says they are safe or goes quiet."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from bot.content import Catalog, load_catalog
+from bot.engine import CRISIS_QUIET, HELD_BACK, NOT_UNDERSTOOD, Engine
+from bot.models import Level, ReplyKind, Track
+from bot.safety import SAFE_ACK
+from bot.store import MemoryStore, SqliteStore
+from tests.conftest import SECRET, Chat, Clock
+
+
+async def session_of(chat: Chat):
+    return await chat.engine.sessions.get(chat.engine.user_key(chat.channel, chat.user), 0.0)
+
+
+async def test_after_a_crisis_every_answer_keeps_help_in_view_and_asks_about_safety(
+    chat: Chat, catalog: Catalog
+) -> None:
+    await chat.say("i want to kill myself")
+    replies = await chat.say("why do I miss him")
+    assert [reply.kind for reply in replies] == [ReplyKind.CRISIS, ReplyKind.ANSWER]
+    assert "988" in replies[0].text and "Are you safe right now?" in replies[0].text
+    assert replies[1].text == catalog.passages["miss_them.hooked"].text
+    again = await chat.say("what is a trauma bond")
+    assert again[0].kind is ReplyKind.CRISIS and again[1].kind is ReplyKind.ANSWER
+
+
+async def test_saying_safe_ends_the_crisis_state(chat: Chat) -> None:
+    await chat.say("kms")
+    assert await chat.say("I’m safe now") == [SAFE_ACK]
+    replies = await chat.say("why do I miss him")
+    assert [reply.kind for reply in replies] == [ReplyKind.ANSWER]
+    assert (await session_of(chat)).crisis_level is None
+
+
+async def test_saying_safe_with_a_question_ends_the_state_and_answers(chat: Chat, catalog: Catalog) -> None:
+    await chat.say("kms")
+    replies = await chat.say("I'm safe now. Why do I miss him?")
+    assert replies == [SAFE_ACK, *replies[1:]] and replies[1].text == catalog.passages["miss_them.hooked"].text
+
+
+async def test_saying_not_safe_never_ends_it_and_is_a_crisis_of_its_own(chat: Chat) -> None:
+    await chat.say("i want to die")
+    replies = await chat.say("I'm not safe")
+    assert [reply.kind for reply in replies] == [ReplyKind.CRISIS]
+    assert "1-800-799-7233" in replies[0].text
+    assert chat.last.escalation is not None and chat.last.escalation.category == "partner_danger"
+    session = await session_of(chat)
+    assert session.crisis_level is Level.CRISIS and session.crisis_track is Track.OTHERS
+
+
+async def test_a_yes_or_no_does_not_end_it(chat: Chat) -> None:
+    await chat.say("i want to die")
+    for answer in ("yes", "no", "ok"):
+        replies = await chat.say(answer)
+        assert replies[0].kind is ReplyKind.CRISIS, answer
+    assert (await session_of(chat)).crisis_level is Level.CRISIS
+
+
+async def test_the_state_ends_when_the_session_goes_quiet(chat: Chat, clock: Clock) -> None:
+    await chat.say("i want to die")
+    clock.advance(CRISIS_QUIET - 60)
+    assert (await chat.say("why do I miss him"))[0].kind is ReplyKind.CRISIS
+    clock.advance(CRISIS_QUIET + 1)
+    assert [reply.kind for reply in await chat.say("why do I miss him")] == [ReplyKind.ANSWER]
+    assert (await session_of(chat)).crisis_level is None
+
+
+async def test_an_ambiguous_message_during_the_state_counts_as_a_crisis_and_is_recorded(chat: Chat) -> None:
+    await chat.say("i want to die")
+    replies = await chat.say("I can't do this anymore")
+    assert [reply.kind for reply in replies] == [ReplyKind.CRISIS]
+    assert chat.last.escalation.level is Level.CRISIS and chat.last.escalation.rule == "hopelessness.cant_go_on"
+    await chat.say("I'm going to do it tonight")
+    assert chat.last.escalation.level is Level.IMMINENT
+    assert (await session_of(chat)).crisis_level is Level.IMMINENT
+
+
+async def test_both_tracks_stay_in_view_once_seen(chat: Chat) -> None:
+    await chat.say("he choked me")
+    await chat.say("and i want to die")
+    session = await session_of(chat)
+    assert session.crisis_level is Level.IMMINENT and session.crisis_track is Track.OTHERS
+    reminder = (await chat.say("what is a trauma bond"))[0]
+    assert "911" in reminder.text and "1-800-799-7233" in reminder.text and "988" in reminder.text
+
+
+async def test_a_concern_gets_a_check_in_before_the_answer_and_only_a_daily_count(chat: Chat) -> None:
+    replies = await chat.say("I'm not okay, why do I miss him so much")
+    assert [reply.kind for reply in replies] == [ReplyKind.CHECK_IN, ReplyKind.ANSWER]
+    assert "988" in replies[0].text
+    assert chat.last.escalation is None and chat.last.detection.level is Level.CONCERN
+    assert (await session_of(chat)).crisis_level is None
+    await chat.engine.sessions.flush()
+    store = chat.engine.sessions.store
+    assert (await store.counts("2027-01-15"))["concerns"] == 1
+    assert await store.escalations() == []
+
+
+async def test_a_check_in_is_not_followed_by_i_did_not_understand(chat: Chat) -> None:
+    replies = await chat.say("i give up")
+    assert [reply.kind for reply in replies] == [ReplyKind.CHECK_IN]
+    assert chat.last.match.reason == "low_confidence"
+    assert all(reply.text != NOT_UNDERSTOOD for reply in replies)
+
+
+async def test_the_crisis_state_survives_a_restart(catalog: Catalog, clock: Clock, tmp_path: Path) -> None:
+    path = tmp_path / "bot.sqlite3"
+    async with SqliteStore(path) as store:
+        engine = Engine(store, SECRET, catalog, clock=clock)
+        await Chat(engine).say("i want to die")
+        await engine.aclose()
+    clock.advance(600)
+    async with SqliteStore(path) as store:
+        engine = Engine(store, SECRET, catalog, clock=clock)
+        replies = await Chat(engine).say("why do I miss him")
+        await engine.aclose()
+    assert [reply.kind for reply in replies] == [ReplyKind.CRISIS, ReplyKind.ANSWER]
+
+
+VIOLENT = """\
+passages:
+  - id: story.violence
+    section: A story
+    text: The first time he hit me I told no one.
+  - id: story.calm
+    section: A story
+    text: Healing is slow, and that is all right.
+"""
+STORY = """\
+id: story
+title: Tell me a story
+examples:
+  - tell me a story
+responses:
+  - story.violence
+  - story.calm
+"""
+
+
+async def test_passages_describing_violence_are_held_back_during_the_state(
+    write_content: Callable[[dict[str, str]], Path], clock: Clock
+) -> None:
+    catalog = load_catalog(write_content({"intents/story.yml": STORY, "responses/story.yml": VIOLENT}))
+    engine = Engine(MemoryStore(), SECRET, catalog, clock=clock)
+    calm, crisis = Chat(engine, user="calm"), Chat(engine, user="crisis")
+    assert (await calm.say("tell me a story"))[0].text == catalog.passages["story.violence"].text
+    await crisis.say("i want to die")
+    assert (await crisis.say("tell me a story"))[1].text == catalog.passages["story.calm"].text
+    assert (await crisis.say("tell me a story"))[1].text == catalog.passages["story.calm"].text
+    await crisis.say("i'm safe")
+    assert (await crisis.say("tell me a story"))[0].text == catalog.passages["story.violence"].text
+    await engine.aclose()
+
+
+async def test_when_only_violent_passages_are_left_the_bot_says_so(
+    write_content: Callable[[dict[str, str]], Path], clock: Clock
+) -> None:
+    only_violent = STORY.replace("  - story.calm\n", "")
+    catalog = load_catalog(write_content({"intents/story.yml": only_violent, "responses/story.yml": VIOLENT}))
+    engine = Engine(MemoryStore(), SECRET, catalog, clock=clock)
+    chat = Chat(engine)
+    await chat.say("i want to die")
+    replies = await chat.say("tell me a story")
+    assert replies[1].text == HELD_BACK
+    await engine.aclose()

@@ -1,0 +1,268 @@
+"""The crisis screen's decisions and replies: levels, tracks, resources, and the words it uses."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from bot import lexicon, resources, safety
+from bot.lexicon import FLOOR
+from bot.models import Detection, Level, ReplyKind, Track
+from tests.test_safety_corpus import MUST_CATCH, MUST_NOT
+
+NUMBERS = {
+    "emergency": "911",
+    "dv_hotline": "1-800-799-7233",
+    "lifeline": "988lifeline.org",
+    "outside_us": "116 123",
+}
+
+
+def test_negation_never_suppresses_a_crisis() -> None:
+    for text in ("I'm not going to lie, I want to die", "I don't want to kill myself but I keep planning it"):
+        assert safety.detect(text).level is Level.CRISIS
+
+
+def test_the_highest_level_wins() -> None:
+    found = safety.detect("I hate myself and I took the whole bottle")
+    assert (found.level, found.category, found.rule) == (Level.IMMINENT, "attempt", "attempt.took_quantity")
+
+
+def test_danger_from_others_adds_its_track_when_both_appear() -> None:
+    found = safety.detect("he hit me again and honestly I want to die")
+    assert found.level is Level.CRISIS and found.track is Track.OTHERS
+    assert safety.resources_for(found) == ("emergency", "dv_hotline", "lifeline", "outside_us")
+
+
+def test_a_concern_about_others_does_not_change_a_self_crisis_track() -> None:
+    found = safety.detect("I'm scared of him and I want to die")
+    assert found.category == "suicidal" and found.track is Track.SELF
+
+
+def test_a_crisis_window_lifts_concerns_to_at_least_crisis() -> None:
+    plain = safety.detect("I can't do this anymore")
+    timed = safety.detect("I'm going to do it tonight")
+    assert plain.level is Level.CONCERN and timed.level is Level.CONCERN
+    assert safety.in_crisis_window(plain).level is Level.CRISIS
+    assert safety.in_crisis_window(timed).level is Level.IMMINENT
+    imminent = safety.detect("he choked me")
+    assert safety.in_crisis_window(imminent) is imminent
+
+
+@pytest.mark.parametrize(
+    ("detection", "expected"),
+    [
+        (Detection(Level.CRISIS, "suicidal", "r"), ("lifeline", "outside_us")),
+        (Detection(Level.IMMINENT, "attempt", "r"), ("emergency", "lifeline", "outside_us")),
+        (
+            Detection(Level.CRISIS, "partner_danger", "r", Track.OTHERS),
+            ("emergency", "dv_hotline", "lifeline", "outside_us"),
+        ),
+        (
+            Detection(Level.IMMINENT, "partner_danger", "r", Track.OTHERS),
+            ("emergency", "dv_hotline", "lifeline", "outside_us"),
+        ),
+    ],
+    ids=["self-crisis", "self-imminent", "others-crisis", "others-imminent"],
+)
+def test_the_reply_shows_exactly_the_recorded_resources_in_order(detection: Detection, expected: tuple) -> None:
+    assert safety.resources_for(detection) == expected
+    reply = safety.crisis_reply(detection)
+    assert reply.kind is ReplyKind.CRISIS
+    positions = [reply.text.index(NUMBERS[resource]) for resource in expected]
+    assert positions == sorted(positions)
+    for resource, number in NUMBERS.items():
+        assert (number in reply.text) == (resource in expected), resource
+    assert resources.AUTOMATED in reply.text
+    assert reply.text.endswith(resources.OUTSIDE_US)
+
+
+def test_the_self_harm_track_leads_with_988_then_one_validation_and_a_direct_question() -> None:
+    text = safety.crisis_reply(safety.detect("i want to kill myself")).text
+    assert text.startswith("Please call or text 988, or chat at 988lifeline.org")
+    first_paragraph = text.split("\n\n")[0]
+    assert first_paragraph.endswith("Are you thinking about suicide right now?")
+    assert first_paragraph.count("?") == 1
+
+
+def test_imminent_leads_with_911() -> None:
+    text = safety.crisis_reply(safety.detect("i just took 40 tylenol")).text
+    assert text.startswith("If you are in immediate danger, call 911.")
+    assert text.index("911") < text.index("988")
+
+
+def test_the_danger_track_gives_911_then_the_hotline_then_988() -> None:
+    text = safety.crisis_reply(safety.detect("he said he'll kill me if i leave")).text
+    assert text.index("911") < text.index("1-800-799-7233") < text.index("text START to 88788") < text.index("988")
+    assert "thehotline.org" in text and text.count("?") == 1
+
+
+@pytest.mark.parametrize("category", lexicon.CATEGORIES)
+def test_every_category_has_safe_words(category: str) -> None:
+    for level in (Level.CRISIS, Level.IMMINENT):
+        text = safety.crisis_reply(Detection(level, category, "r", lexicon.TRACKS[category])).text
+        assert text.count("?") == 1
+        lowered = text.lower()
+        for unsafe in ("committed suicide", "confront", "work on the relationship", "so much to live for", "calm down"):
+            assert unsafe not in lowered
+        assert len(text) < 700
+
+
+def test_a_concern_gets_a_gentle_check_in_with_988_offered() -> None:
+    reply = safety.concern_reply(safety.detect("I'm a burden to everyone"))
+    assert reply.kind is ReplyKind.CHECK_IN
+    assert "988" in reply.text and "911" not in reply.text and "Is that happening for you?" in reply.text
+
+
+def test_a_concern_about_a_partner_offers_the_hotline() -> None:
+    reply = safety.concern_reply(safety.detect("he'd kill me if he knew i'm talking to you"))
+    assert "1-800-799-7233" in reply.text and "Are you safe right now?" in reply.text
+
+
+@pytest.mark.parametrize("track", list(Track))
+def test_the_reminder_keeps_help_in_view_and_asks_about_safety(track: Track) -> None:
+    reply = safety.reminder(track)
+    assert "988" in reply.text and "Are you safe right now?" in reply.text
+    assert ("1-800-799-7233" in reply.text) == (track is Track.OTHERS)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm safe",
+        "safe",
+        "im safe now",
+        "I’m safe now, thanks",
+        "yes I'm safe",
+        "no, I'm safe",
+        "I am in a safe place",
+        "ok i'm safe. thank you",
+        "we are safe now",
+        "I'm okay now",
+    ],
+)
+def test_these_say_safe(text: str) -> None:
+    assert safety.says_safe(text)
+    assert safety.only_says_safe(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm not safe",
+        "I'm not safe at home",
+        "I don't feel safe",
+        "am I safe?",
+        "I'm safe?",
+        "I'm never safe",
+        "yes",
+        "ok",
+        "I'm okay",
+        "he is safe",
+        "I'm not sure I'm safe",
+        "i'm safe but not okay",
+        "",
+    ],
+)
+def test_these_do_not_say_safe(text: str) -> None:
+    assert not safety.says_safe(text)
+
+
+def test_saying_safe_and_asking_something_still_gets_an_answer() -> None:
+    assert safety.says_safe("I'm safe now. Why do I miss him?")
+    assert not safety.only_says_safe("I'm safe now. Why do I miss him")
+
+
+def test_passages_that_describe_violence_are_recognised() -> None:
+    assert safety.describes_violence("He hit me for the first time that winter.")
+    assert not safety.describes_violence("Missing her is not proof you should go back.")
+
+
+class TestFloor:
+    def test_rule_ids_are_unique_and_categories_known(self) -> None:
+        ids = [rule.id for rule in FLOOR]
+        assert len(ids) == len(set(ids))
+        assert all(rule.category in lexicon.CATEGORIES for rule in FLOOR)
+
+    def test_no_pattern_can_miss_for_an_apostrophe_or_a_capital(self) -> None:
+        # The screen removes apostrophes (after expanding contractions) and lowercases, so a pattern
+        # with either could never match; phones' U+2019 apostrophes are covered by the same fold.
+        for rule in FLOOR:
+            assert "'" not in rule.pattern.pattern and "\u2019" not in rule.pattern.pattern, rule.id
+            assert not re.search(r"[A-Z]", re.sub(r"\\.", "", rule.pattern.pattern)), rule.id
+
+    def test_a_window_level_only_ever_raises(self) -> None:
+        for rule in FLOOR:
+            assert rule.window_level is None or rule.window_level.rank > rule.level.rank, rule.id
+
+    def test_no_rule_fires_on_an_empty_message(self) -> None:
+        assert safety.fired("") == [] and safety.detect("   ") is None
+
+
+class TestModeratorRules:
+    def test_a_phrase_is_matched_as_whole_words_after_normalisation(self) -> None:
+        rule = safety.compile_rule("local.keys", "partner_danger", "concern", phrase="He’s still got my KEYS")
+        assert rule.track is Track.OTHERS
+        assert safety.fired("omg he's still got my keys", (rule,)) == [rule]
+        assert safety.fired("he's still got my keyster", (rule,)) == []
+
+    def test_a_rule_can_only_add(self) -> None:
+        low = safety.compile_rule("local.die", "suicidal", "concern", phrase="i want to die")
+        assert safety.detect("I want to die", (*FLOOR, low)).level is Level.CRISIS
+
+    @pytest.mark.parametrize(
+        ("kwargs", "message"),
+        [
+            ({"category": "sadness", "level": "crisis", "phrase": "x"}, "unknown category 'sadness'"),
+            ({"category": "suicidal", "level": "high", "phrase": "x"}, "unknown level 'high'"),
+            ({"category": "suicidal", "level": "crisis"}, "give exactly one of"),
+            ({"category": "suicidal", "level": "crisis", "phrase": "x", "pattern": "x"}, "give exactly one of"),
+            ({"category": "suicidal", "level": "crisis", "pattern": "(unclosed"}, "not a valid regular expression"),
+            ({"category": "suicidal", "level": "crisis", "pattern": "x*"}, "fire on every message"),
+            ({"category": "suicidal", "level": "crisis", "phrase": "!!!"}, "no words left"),
+        ],
+    )
+    def test_mistakes_are_refused_with_a_sentence(self, kwargs: dict, message: str) -> None:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            safety.compile_rule("local.x", **kwargs)
+
+    def test_patterns_that_could_never_match_are_warned_about(self) -> None:
+        assert len(safety.pattern_warnings(r"\bI don't\b")) == 2
+        assert safety.pattern_warnings(r"\bi do not\S*\b") == []
+
+
+class TestPrefilter:
+    """The prefilter skips a pattern only when no literal that every match needs is in the text."""
+
+    @pytest.mark.parametrize(
+        ("pattern", "expected"),
+        [
+            (r"\bkill myself\b", {"kill myself"}),
+            (r"\b(?:hit|punched) me\b", {"hit", "punched"}),
+            (r"(?:he|she) said (?:that )?(?:he|she) would", {" would"}),
+            (r"\bsuicid(?:e|al)\b", {"suicid"}),
+            (r"(?:wants?|needs?) to die", {" to die"}),
+            (r"(?:xyz)?abc", {"abc"}),
+            (r"(?:kill|x) me", {" me"}),
+            (r"(?:kill|x) m", None),
+            (r"(?:ab)+ cde", {" cde"}),
+            (r"[a-z]+ed", None),
+            (r"(?i)kill me", None),
+            (r"\bcut(?! ties)", {"cut"}),
+        ],
+    )
+    def test_literals_needed(self, pattern: str, expected: set[str] | None) -> None:
+        found = safety.literals_needed(pattern)
+        assert (set(found) if found is not None else None) == expected
+
+    def test_it_never_changes_what_fires(self) -> None:
+        texts = [item["text"] for items in MUST_CATCH.values() for item in items]
+        texts += [text for items in MUST_NOT.values() for text in items]
+        chooser = random.Random(20261129)  # noqa: S311 - a fixed seed, so failures reproduce
+        for _ in range(1500):
+            text = " ".join(chooser.sample(texts, chooser.randint(1, 5)))
+            if chooser.random() < 0.3:
+                text = text.upper().replace("I", "1")
+            assert safety.fired(text) == safety.fired(text, prefilter=False), text
