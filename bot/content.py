@@ -133,9 +133,18 @@ class Catalog:
     def phrases(self) -> list[IntentPhrases]:
         """What the matcher needs: each intent's examples and keywords."""
         return [
-            IntentPhrases(intent.id, tuple(example.text for example in intent.examples), intent.keywords)
+            IntentPhrases(
+                intent.id,
+                tuple(example.text for example in intent.examples),
+                intent.keywords,
+                whole_only=self.conversational(intent),
+            )
             for intent in self.intents.values()
         ]
+
+    def conversational(self, intent: Intent) -> bool:
+        """Small talk or "tell me more": no passage of the intent is quoted from the article."""
+        return not any(self.passages[passage_id].quoted for passage_id in intent.responses)
 
     def menu(self) -> list[Intent]:
         """The intents offered as topics, in their menu order."""

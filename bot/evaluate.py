@@ -23,9 +23,9 @@ MIN_ACCURACY = 0.92
 """The gate: at least this share of all test sentences must pass."""
 MIN_INTENT_ACCURACY = 0.75
 """The gate: and at least this share of each intent's sentences."""
-THRESHOLDS = (60.0, 65.0, 70.0, 75.0, 80.0, 85.0)
+THRESHOLDS = (60.0, 65.0, 68.0, 70.0, 72.0, 75.0, 80.0, 85.0)
 """Thresholds the sweep tries, besides the one in use."""
-MARGINS = (0.0, 2.0, 6.0, 8.0)
+MARGINS = (0.0, 2.0, 4.0, 6.0, 8.0)
 """Margins the sweep tries, besides the one in use."""
 NO_MATCH = "(no match)"
 

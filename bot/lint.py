@@ -184,28 +184,25 @@ def duplicate_examples(catalog: Catalog) -> Iterator[Problem]:
 def near_collisions(catalog: Catalog, settings: MatcherSettings | None = None) -> Iterator[Problem]:
     """Examples of one intent that the production matcher scores above the threshold for another intent."""
     settings = settings or MatcherSettings()
-    phrases = {p.intent: p for p in catalog.phrases()}
-    matchers = {intent: Matcher([p], settings) for intent, p in phrases.items()}
+    matcher = Matcher(catalog.phrases(), settings)
     reported: set[frozenset[tuple[str, int]]] = set()
     for intent in catalog.intents.values():
         for example in intent.examples:
-            for other_id, matcher in matchers.items():
-                if other_id == intent.id:
+            for hit in matcher.rank(example.text):
+                if hit.score < settings.threshold:
+                    break
+                if hit.intent == intent.id:
                     continue
-                candidates = matcher.match(example.text).candidates
-                if not candidates or candidates[0].score < settings.threshold:
-                    continue
-                other = catalog.intents[other_id]
-                hit = candidates[0]
+                other = catalog.intents[hit.intent]
                 what, line = _source(other, hit.example)
-                pair = frozenset({(intent.id, example.line), (other_id, line)})
+                pair = frozenset({(intent.id, example.line), (hit.intent, line)})
                 if pair in reported:
                     continue
                 reported.add(pair)
                 yield _warning(
                     intent.path,
                     example.line,
-                    f"example {example.text!r} of {intent.id!r} scores {hit.score:.0f} for {other_id!r}"
+                    f"example {example.text!r} of {intent.id!r} scores {hit.score:.0f} for {hit.intent!r}"
                     f" (its {what} at {other.path}:{line}); the threshold is"
                     f" {settings.threshold:.0f}, so messages like it may go to either: make them more distinct",
                 )

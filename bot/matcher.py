@@ -1,31 +1,47 @@
 """Fuzzy intent matching with rapidfuzz: best intent, runner-up, and an honest no-match.
 
-Two scores are computed for every example and the higher one counts:
+A message is compared as a whole and, when it has several sentences, sentence by sentence too
+("we split in March. why do I still miss him?" is mostly its last sentence). Each piece gets
+four scores against the examples, and an intent keeps its best:
 
-* **order-free similarity**: ``fuzz.ratio`` of the token-sorted message and example (what
-  ``token_sort_ratio`` does, with the example side sorted once at load time). It tolerates
-  typos and word order, and it penalises a length difference, so a one-word message cannot
-  reach the threshold against a whole sentence.
+* **similarity**: ``fuzz.ratio`` of the token-sorted piece and example (``token_sort_ratio``
+  with the example side sorted once). It tolerates typos and word order and penalises a length
+  difference, so one word cannot reach the threshold against a whole sentence.
 * **containment**: ``fuzz.token_set_ratio`` scaled by the share of the example's content words
-  that appear in the message. ``token_set_ratio`` alone gives 100 whenever one side's words
-  are a subset of the other's; the scaling keeps that for a long message that contains a whole
-  example ("... why do I miss him if it was so bad") and takes it away from a short message
-  that is a subset of an example ("miss"). It is only tried for messages of three words or
-  more, and only on examples found through an index of content words, so its cost does not
-  grow with the whole catalogue. An example needs two content words for this ("hey" inside
-  "hey, why do I miss him" must not win).
+  found in the piece. ``token_set_ratio`` alone gives 100 whenever one side's words are a subset
+  of the other's; the scaling keeps that for a message that contains a whole example and takes
+  it away from a short message that is a subset of one ("miss"). Only for pieces of three words
+  or more, and examples of two content words or more ("hey" inside "hey, why do I miss him"
+  must not win).
+* **overlap**: how much of the piece and of the example the shared content words explain,
+  weighted by how rare each word is across intents (an F1 of inverse-intent-frequency weights),
+  scaled below a full match. It finds paraphrases that share the telling words ("relieved",
+  "crying") in another order and among other words. Only for pieces of three words or more,
+  and when both sides have two content words.
+* **keywords**: a moderator's keyword found as whole words lifts its intent to a fixed score,
+  a little lower for a single word than for a phrase.
 
-Content words are lightly stemmed on both sides, so "attached" meets "attachment".
+Conversational intents (small talk and "tell me more": no quoted passage) are only compared
+with the whole message by similarity, so "say more" is never found inside "he says something
+nasty and I want him more".
 
-An intent's keyword, found as whole words in the message, lifts that intent to a fixed score.
+Words are folded before any of this: ``bot.normalize`` folds case, quotes, contractions,
+shorthand, misspellings and every partner word; here irregular verbs, a few groups of synonyms
+and British spellings are folded, content words are lightly stemmed, and a word the content has
+never used is replaced by the closest content word when rapidfuzz finds one close enough.
+
 Below ``threshold``, or when the two best intents are within ``margin`` of each other, the
-answer is no match.
+answer is no match. Costs stay bounded: messages are cut at ``normalize.MAX_CHARS``, at most
+``MAX_PIECES`` sentences are compared, and candidate examples for containment and overlap come
+from an index of content words that skips words too common to tell intents apart.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from rapidfuzz import fuzz, process
@@ -40,14 +56,72 @@ STOPWORDS = frozenset(
 )
 """Words too common to tell intents apart; they never count as shared content."""
 
+SYNONYM_GROUPS = (
+    "kind sweet nice loving lovely caring gentle affectionate warm tender",
+    "cruel mean nasty horrible awful terrible vicious harsh",
+    "sad gutted heartbroken devastated crushed miserable",
+    "relieved relief lighter peaceful calm",
+    "ashamed embarrassed humiliated mortified shame",
+    "stupid idiot naive dumb foolish gullible",
+    "intense electric passionate euphoric",
+    "boring dull flat bland",
+    "cry crying cried sobbing sob tears",
+)
+"""Words people use for the same idea; each group folds to its first word."""
+IRREGULAR = {
+    "went": "go", "gone": "go", "goes": "go", "going": "go", "left": "leave", "leaving": "leave",
+    "felt": "feel", "feeling": "feel", "feelings": "feel", "got": "get", "gotten": "get", "saw": "see",
+    "seen": "see", "thought": "think", "told": "tell", "said": "say", "kept": "keep", "broke": "break",
+    "broken": "break", "made": "make", "knew": "know", "known": "know", "came": "come", "gave": "give",
+    "took": "take", "taken": "take",
+}  # fmt: skip
+"""Irregular verb forms, folded to the form the stemmer gives the regular ones."""
+_CANONICAL = {**{word: group.split()[0] for group in SYNONYM_GROUPS for word in group.split()}, **IRREGULAR}
+_SUFFIXES = ("ingly", "edly", "ness", "ment", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s")
+_BRITISH = (("ising", "izing"), ("ised", "ized"), ("ise", "ize"), ("our", "or"))
+_SENTENCE = re.compile(r"[.!?;\n]+")
+
+MAX_PIECES = 6
+"""At most this many sentences of a long message are compared one by one (the last ones)."""
+MIN_SCORE = 30.0
+"""Similarity scores below this are not considered at all."""
 MIN_CONTAIN_WORDS = 3
-"""A message needs this many words before containment scoring is tried."""
-MIN_CONTAIN_CONTENT = 2
-"""An example needs this many content words to be found inside a longer message ("hey" never is)."""
+"""A piece needs this many words before containment is tried."""
+MIN_CONTENT = 2
+"""Containment and overlap need this many content words on the example's side (overlap: on both sides)."""
 MIN_CONTAIN_COVERAGE = 0.6
 """An example is a containment candidate when this share of its content words is present."""
+OVERLAP_SCALE = 90.0
+"""The overlap score of a perfect overlap; below a full match, above the usual threshold."""
+SPELL_CUTOFF = 84.0
+"""How close (``fuzz.ratio``) an unknown word must be to a content word to be read as it."""
+COMMON_SHARE = 0.5
+"""A word used by more than this share of intents finds no candidates on its own (it still counts in scores)."""
 
-_SUFFIXES = ("ingly", "edly", "ness", "ment", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s")
+
+@dataclass(frozen=True)
+class MatcherSettings:
+    """Thresholds that decide between an answer and an honest fallback."""
+
+    threshold: float = 70.0
+    """The best intent must score at least this (0-100)."""
+    margin: float = 2.0
+    """The best intent must beat a different runner-up by more than this."""
+    keyword_score: float = 88.0
+    """The score an intent gets when one of its keyword phrases is in the message."""
+    word_keyword_score: float = 80.0
+    """The score for a single-word keyword: one word is weaker evidence than a phrase."""
+
+
+@dataclass(frozen=True)
+class IntentPhrases:
+    """What the matcher needs of one intent: its id, example sentences and keywords."""
+
+    intent: str
+    examples: tuple[str, ...]
+    keywords: tuple[str, ...] = ()
+    whole_only: bool = False
+    """Compare only with whole messages, by similarity (small talk, "tell me more")."""
 
 
 def stem(word: str) -> str:
@@ -63,30 +137,25 @@ def stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
+def canonical(word: str) -> str:
+    """One content word as the matcher compares it: irregular forms, synonyms, spelling and suffix folded."""
+    word = _CANONICAL.get(word, word)
+    for british, american in _BRITISH:
+        if word.endswith(british) and len(word) > len(british) + 2:
+            word = word[: -len(british)] + american
+            break
+    return stem(word)
+
+
 def tokens_of(text: str) -> list[str]:
-    """The words the matcher compares: normalised, with content words stemmed."""
-    return [word if word in STOPWORDS else stem(word) for word in for_matching(text).split()]
+    """The words the matcher compares: normalised, with content words folded to their canonical form."""
+    return [word if word in STOPWORDS else canonical(word) for word in for_matching(text).split()]
 
 
-@dataclass(frozen=True)
-class MatcherSettings:
-    """Thresholds that decide between an answer and an honest fallback."""
-
-    threshold: float = 72.0
-    """The best intent must score at least this (0-100)."""
-    margin: float = 4.0
-    """The best intent must beat a different runner-up by more than this."""
-    keyword_score: float = 88.0
-    """The score an intent gets when one of its keywords is in the message."""
-
-
-@dataclass(frozen=True)
-class IntentPhrases:
-    """What the matcher needs of one intent: its id, example sentences and keywords."""
-
-    intent: str
-    examples: tuple[str, ...]
-    keywords: tuple[str, ...] = ()
+def pieces_of(text: str) -> list[str]:
+    """The sentences of a message worth comparing one by one (none for a single sentence)."""
+    sentences = [sentence for sentence in _SENTENCE.split(text) if sentence.strip()]
+    return sentences[-MAX_PIECES:] if len(sentences) > 1 else []
 
 
 def _content(tokens: Iterable[str]) -> frozenset[str]:
@@ -103,74 +172,139 @@ class Matcher:
         self._normal: list[str] = []
         self._sorted: list[str] = []
         self._content: list[frozenset[str]] = []
-        self._index: dict[str, list[int]] = defaultdict(list)
-        self._keywords: list[tuple[tuple[str, ...], str]] = []
+        self._whole_only: set[str] = set()
+        self._keywords: list[tuple[str, str, float]] = []
+        """``(normalised keyword, intent, score)`` in catalogue order."""
         for phrases in intents:
+            if phrases.whole_only:
+                self._whole_only.add(phrases.intent)
             for example in phrases.examples:
                 self._add(phrases.intent, example)
             for keyword in phrases.keywords:
-                tokens = tuple(tokens_of(keyword))
+                tokens = tokens_of(keyword)
                 if tokens:
-                    self._keywords.append((tokens, phrases.intent))
+                    score = self.settings.keyword_score if len(tokens) > 1 else self.settings.word_keyword_score
+                    self._keywords.append((" ".join(tokens), phrases.intent, score))
+        self._weight = self._weights()
+        self._vocabulary = sorted(self._weight)
+        self._known = frozenset(self._vocabulary)
+        self._index: dict[str, list[int]] = defaultdict(list)
+        telling = self._telling()
+        for position, content in enumerate(self._content):
+            if self._owner[position] not in self._whole_only:
+                for token in content & telling:
+                    self._index[token].append(position)
+        self._spelled: dict[str, str] = {}
 
     def _add(self, intent: str, example: str) -> None:
         tokens = tokens_of(example)
         if not tokens:
             return
-        normal = " ".join(tokens)
-        position = len(self._owner)
-        content = _content(tokens)
         self._owner.append(intent)
         self._raw.append(example)
-        self._normal.append(normal)
+        self._normal.append(" ".join(tokens))
         self._sorted.append(" ".join(sorted(tokens)))
-        self._content.append(content)
-        for token in content:
-            self._index[token].append(position)
+        self._content.append(_content(tokens))
+
+    def _weights(self) -> dict[str, float]:
+        """Each content word's weight: the log of how few intents use it (inverse intent frequency)."""
+        used: dict[str, set[str]] = defaultdict(set)
+        for owner, content in zip(self._owner, self._content, strict=True):
+            for token in content:
+                used[token].add(owner)
+        intents = len(set(self._owner)) or 1
+        return {token: math.log((intents + 1) / len(owners)) for token, owners in used.items()}
+
+    def _telling(self) -> frozenset[str]:
+        """Content words used by few enough intents to find candidate examples."""
+        intents = len(set(self._owner))
+        if intents < 8:
+            return frozenset(self._weight)
+        limit = math.log((intents + 1) / (COMMON_SHARE * intents))
+        return frozenset(token for token, weight in self._weight.items() if weight >= limit)
+
+    def _spell(self, tokens: list[str]) -> list[str]:
+        """Read each content word the content never uses as the closest one it does, if one is close enough."""
+        fixed = []
+        for token in tokens:
+            if token in STOPWORDS or token in self._known or len(token) < 4 or token.isdigit():
+                fixed.append(token)
+                continue
+            if token not in self._spelled:
+                if len(self._spelled) > 10_000:
+                    self._spelled.clear()
+                hit = process.extractOne(token, self._vocabulary, scorer=fuzz.ratio, score_cutoff=SPELL_CUTOFF)
+                self._spelled[token] = hit[0] if hit else token
+            fixed.append(self._spelled[token])
+        return fixed
+
+    def rank(self, text: str) -> list[Candidate]:
+        """Every intent that scored, best first, each with the example (or keyword) that scored best."""
+        best: dict[str, Candidate] = {}
+        whole = self._spell(tokens_of(text))
+        if whole:
+            self._score(whole, best, whole_message=True)
+        for piece in pieces_of(text):
+            tokens = self._spell(tokens_of(piece))
+            if len(tokens) >= MIN_CONTAIN_WORDS and _content(tokens):
+                self._score(tokens, best, whole_message=False)
+        return sorted(best.values(), key=lambda candidate: candidate.score, reverse=True)
+
+    def _score(self, tokens: list[str], best: dict[str, Candidate], *, whole_message: bool) -> None:
+        """Offer every score of one piece of a message to ``best``."""
+
+        def offer(intent: str, score: float, example: str) -> None:
+            rounded = round(score, 1)
+            current = best.get(intent)
+            if current is None or rounded > current.score:
+                best[intent] = Candidate(intent, rounded, example)
+
+        query = " ".join(sorted(tokens))
+        for _, score, position in process.extract(
+            query, self._sorted, scorer=fuzz.ratio, limit=None, score_cutoff=MIN_SCORE
+        ):
+            if whole_message or self._owner[position] not in self._whole_only:
+                offer(self._owner[position], score, self._raw[position])
+        content = _content(tokens)
+        normal = " ".join(tokens)
+        if len(tokens) >= MIN_CONTAIN_WORDS:
+            self._contained(tokens, content, offer)
+        padded = f" {normal} "
+        for keyword, intent, score in self._keywords:
+            if f" {keyword} " in padded:
+                offer(intent, score, f"keyword: {keyword}")
+
+    def _contained(self, tokens: list[str], content: frozenset[str], offer: Callable[[str, float, str], None]) -> None:
+        """Containment and overlap scores for the examples that share a telling word with the piece."""
+        normal = " ".join(tokens)
+        mass = sum(self._weight.get(token, 0.0) for token in content)
+        for position in {position for token in content for position in self._index.get(token, ())}:
+            example = self._content[position]
+            if len(example) < MIN_CONTENT:
+                continue
+            shared = content & example
+            coverage = len(shared) / len(example)
+            if coverage >= MIN_CONTAIN_COVERAGE:
+                offer(
+                    self._owner[position],
+                    fuzz.token_set_ratio(normal, self._normal[position]) * coverage,
+                    self._raw[position],
+                )
+            if len(content) >= MIN_CONTENT and mass:
+                weight = sum(self._weight[token] for token in shared)
+                recall = weight / sum(self._weight[token] for token in example)
+                precision = weight / mass
+                overlap = 2 * precision * recall / (precision + recall)
+                offer(self._owner[position], OVERLAP_SCALE * overlap, self._raw[position])
 
     def match(self, text: str) -> Match:
         """Return the best intent for ``text``, or no intent with the reason."""
-        tokens = tokens_of(text)
-        if not tokens:
+        if not for_matching(text):
             return Match(intent=None, score=0.0, reason="empty")
-        normal = " ".join(tokens)
-        best: dict[str, Candidate] = {}
+        return self.decide(self.rank(text))
 
-        def offer(intent: str, score: float, example: str) -> None:
-            current = best.get(intent)
-            if current is None or score > current.score:
-                best[intent] = Candidate(intent, round(score, 1), example)
-
-        query_sorted = " ".join(sorted(tokens))
-        for _, score, position in process.extract(
-            query_sorted, self._sorted, scorer=fuzz.ratio, limit=None, score_cutoff=30
-        ):
-            offer(self._owner[position], score, self._raw[position])
-        if len(tokens) >= MIN_CONTAIN_WORDS:
-            for position, coverage in self._containment_candidates(tokens):
-                score = fuzz.token_set_ratio(normal, self._normal[position]) * coverage
-                offer(self._owner[position], score, self._raw[position])
-        padded = f" {normal} "
-        for keyword, intent in self._keywords:
-            if f" {' '.join(keyword)} " in padded:
-                offer(intent, self.settings.keyword_score, f"keyword: {' '.join(keyword)}")
-        return self._decide(sorted(best.values(), key=lambda c: c.score, reverse=True))
-
-    def _containment_candidates(self, tokens: list[str]) -> list[tuple[int, float]]:
-        content = _content(tokens)
-        hits: dict[int, int] = defaultdict(int)
-        for token in content:
-            for position in self._index.get(token, ()):
-                hits[position] += 1
-        candidates = []
-        for position, count in hits.items():
-            size = len(self._content[position])
-            coverage = count / size
-            if size >= MIN_CONTAIN_CONTENT and coverage >= MIN_CONTAIN_COVERAGE:
-                candidates.append((position, coverage))
-        return candidates
-
-    def _decide(self, ranked: list[Candidate]) -> Match:
+    def decide(self, ranked: list[Candidate]) -> Match:
+        """Apply the threshold and the ambiguity margin to ranked candidates."""
         top = tuple(ranked[:3])
         if not ranked:
             return Match(intent=None, score=0.0, reason="low_confidence")

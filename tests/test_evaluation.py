@@ -113,10 +113,11 @@ def test_the_sweep_trades_fallbacks_for_false_matches(mini_content: Mini) -> Non
     root = mini_content({"tests/conversations/_out_of_scope.yaml": outside})
     evaluation = evaluated(root)
     rows = {(row.threshold, row.margin): row for row in sweep(load_catalog(root), evaluation)}
-    assert rows[(72.0, 4.0)].accuracy == evaluation.accuracy
-    assert rows[(60.0, 4.0)].false_match_rate == 1.0
-    assert rows[(85.0, 4.0)].false_match_rate == 0.0
-    assert rows[(85.0, 4.0)].fallback_rate > rows[(60.0, 4.0)].fallback_rate
+    current = evaluation.settings
+    assert rows[(current.threshold, current.margin)].accuracy == evaluation.accuracy
+    assert rows[(60.0, current.margin)].false_match_rate == 1.0
+    assert rows[(85.0, current.margin)].false_match_rate == 0.0
+    assert rows[(85.0, current.margin)].fallback_rate > rows[(60.0, current.margin)].fallback_rate
 
 
 def run_suite(root: Path) -> subprocess.CompletedProcess[str]:

@@ -57,7 +57,7 @@ def test_the_shipped_content_has_no_errors() -> None:
             "intents/miss.yml:7: error: keyword 'miss them' is already a keyword of 'hello' (",
         ),
         (
-            {"intents/hello.yml": HELLO.replace("  - good morning", "  - I keep missing you\n  - good")},
+            {"intents/hello.yml": HELLO.replace("  - good morning", "  - I keep missing her every night\n  - good")},
             "intents/miss.yml:5: warning: example 'I keep missing her every day' of 'miss' scores",
         ),
         (
@@ -204,11 +204,15 @@ def test_each_problem_is_named_with_its_file_line_and_level(
 
 
 def test_a_near_collision_is_reported_once_with_both_places(mini_content: Mini) -> None:
-    root = mini_content({"intents/hello.yml": HELLO.replace("  - good morning", "  - I keep missing you\n  - good")})
-    collisions = [problem for problem in found(root) if "scores" in problem]
-    assert len(collisions) == 1
-    assert collisions[0].startswith(f"{root}/intents/miss.yml:5: warning:")
-    assert f"(its example 'I keep missing you' at {root}/intents/hello.yml:5)" in collisions[0]
+    root = mini_content(
+        {"intents/hello.yml": HELLO.replace("  - good morning", "  - I keep missing her every night\n  - good")}
+    )
+    collisions = sorted(problem for problem in found(root) if "scores" in problem)
+    assert len(collisions) == 2  # one pair of examples, and the new example against miss's keyword
+    assert collisions[0].startswith(f"{root}/intents/hello.yml:5: warning:")
+    assert "for 'miss' (its keyword 'miss them'" in collisions[0]
+    assert collisions[1].startswith(f"{root}/intents/miss.yml:5: warning:")
+    assert f"(its example 'I keep missing her every night' at {root}/intents/hello.yml:5)" in collisions[1]
 
 
 def test_without_a_tests_folder_there_is_one_note(mini_content: Mini, tmp_path: Path) -> None:
@@ -250,6 +254,8 @@ def test_a_check_that_crashes_refuses_the_content_instead_of_stopping_the_bot(
 
 
 def test_serving_leaves_out_the_near_collision_warnings_that_check_lists(mini_content: Mini) -> None:
-    root = mini_content({"intents/hello.yml": HELLO.replace("  - good morning", "  - I keep missing you\n  - good")})
+    root = mini_content(
+        {"intents/hello.yml": HELLO.replace("  - good morning", "  - I keep missing her every night\n  - good")}
+    )
     assert check_content(root)[1] == []
-    assert [problem.level for problem in check_content(root, collisions=True)[1]] == ["warning"]
+    assert [problem.level for problem in check_content(root, collisions=True)[1]] == ["warning", "warning"]
