@@ -17,13 +17,45 @@ Two scores are computed for every example and the higher one counts:
 An intent's keyword, found as whole words in the message, lifts that intent to a fixed score.
 Below ``threshold``, or when the two best intents are within ``margin`` of each other, the
 answer is no match.
+
+How it stays fast on a large catalogue (the decision is the same as scoring every example;
+``bench/RESULTS.md`` has the numbers, ``tests/test_matcher_speedup.py`` checks the sameness):
+
+* **Length window.** ``fuzz.ratio`` is at most ``200 * min(a, b) / (a + b)``, so an example
+  whose sorted text is much shorter or longer than the message's cannot reach the first-stage
+  cut-off of ``MIN_SCORE``. Examples are kept sorted by length, and only the window that can
+  reach it is scored (``bisect``): a long message is no longer scored against every short example.
+* **Top few, in C.** Only the best three intents are ever reported, and no intent has more than
+  ``E`` examples, so the best ``2E + 1`` examples always hold the best three intents. rapidfuzz
+  picks them (``process.extract`` with ``limit``) instead of handing every example above the
+  cut-off back to Python. Examples tied with the last one kept are dropped, so what is kept is
+  exactly "every example scoring above s", whatever the order of ties; if that leaves fewer
+  than three intents, the limit grows. An intent that only the containment or keyword stage
+  brings up is then scored on its own examples, so its first-stage score and its place among
+  equal scores are what a full scan would give.
+* **Containment, best bound first.** A containment score is at most ``100 * coverage``.
+  Candidates are scored in order of that bound, in growing batches (rapidfuzz prepares the
+  message once per batch, not once per example), and scoring stops once three intents rank above
+  anything the rest could reach. A long message that shares words with thousands of examples
+  no longer scores them all.
+* **Keywords by first word.** Keywords are indexed by their first word, so a message only
+  checks the keywords that could start at one of its words.
+
+Ranking: an intent's score is its best score rounded to 0.1, and its example is the first, in
+the order scores are offered (first stage by score then file order, then containment, then
+keywords), to reach that rounded score; equal scores keep the order in which intents were first
+offered. (Before this optimisation a later example could replace an earlier one with the same
+rounded score; only the example named in explanations could differ.)
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import bisect
+import heapq
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import chain
 
 from rapidfuzz import fuzz, process
 
@@ -41,6 +73,12 @@ MIN_CONTAIN_WORDS = 3
 """A message needs this many words before containment scoring is tried."""
 MIN_CONTAIN_COVERAGE = 0.6
 """An example is a containment candidate when this share of its content words is present."""
+MIN_SCORE = 30.0
+"""First-stage scores below this are not considered at all."""
+REPORTED = 3
+"""How many intents a match reports (``Match.candidates``); the first stage keeps enough for them."""
+UNSCORED = -1.0
+"""The place-holding score of an intent whose containment candidates could not matter."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +106,20 @@ def _content(tokens: Iterable[str]) -> frozenset[str]:
     return frozenset(token for token in tokens if token not in STOPWORDS)
 
 
+def _length_window(length: int) -> tuple[int, int]:
+    """The lengths of sorted examples that can reach ``MIN_SCORE`` against a message of ``length``, with slack."""
+    low = int(length * MIN_SCORE / (200.0 - MIN_SCORE)) - 1
+    high = int(length * (200.0 - MIN_SCORE) / MIN_SCORE) + 2
+    return low, high
+
+
+def _third_best(known: dict[str, float], order: dict[str, int]) -> tuple[float, int] | None:
+    """The rank key ``(-score, first appearance)`` of the third best intent known so far, or ``None``."""
+    if len(known) < REPORTED:
+        return None
+    return heapq.nsmallest(REPORTED, ((-score, order[intent]) for intent, score in known.items()))[-1]
+
+
 class Matcher:
     """Scores a message against every intent's examples; build once per catalogue."""
 
@@ -79,14 +131,24 @@ class Matcher:
         self._sorted: list[str] = []
         self._content: list[frozenset[str]] = []
         self._index: dict[str, list[int]] = defaultdict(list)
-        self._keywords: list[tuple[tuple[str, ...], str]] = []
+        self._of_intent: dict[str, list[int]] = defaultdict(list)
+        self._keywords: list[tuple[str, str]] = []
+        """``(normalised keyword, intent)`` in catalogue order."""
+        self._keyword_index: dict[str, list[int]] = defaultdict(list)
         for phrases in intents:
             for example in phrases.examples:
                 self._add(phrases.intent, example)
             for keyword in phrases.keywords:
-                tokens = tuple(for_matching(keyword).split())
+                tokens = for_matching(keyword).split()
                 if tokens:
-                    self._keywords.append((tokens, phrases.intent))
+                    self._keyword_index[tokens[0]].append(len(self._keywords))
+                    self._keywords.append((" ".join(tokens), phrases.intent))
+        self._by_length = sorted(range(len(self._sorted)), key=lambda position: len(self._sorted[position]))
+        self._lengths = [len(self._sorted[position]) for position in self._by_length]
+        self._window = [self._sorted[position] for position in self._by_length]
+        most = max((len(positions) for positions in self._of_intent.values()), default=0)
+        self._keep = (REPORTED - 1) * most + 1
+        self._sizes = [len(content) for content in self._content]
 
     def _add(self, intent: str, example: str) -> None:
         normal = for_matching(example)
@@ -100,6 +162,7 @@ class Matcher:
         self._normal.append(normal)
         self._sorted.append(" ".join(sorted(tokens)))
         self._content.append(content)
+        self._of_intent[intent].append(position)
         for token in content:
             self._index[token].append(position)
 
@@ -112,39 +175,132 @@ class Matcher:
         tokens = normal.split()
 
         def offer(intent: str, score: float, example: str) -> None:
+            rounded = round(score, 1)
             current = best.get(intent)
-            if current is None or score > current.score:
-                best[intent] = Candidate(intent, round(score, 1), example)
+            if current is None or rounded > current.score:
+                best[intent] = Candidate(intent, rounded, example)
 
         query_sorted = " ".join(sorted(tokens))
-        for _, score, position in process.extract(
-            query_sorted, self._sorted, scorer=fuzz.ratio, limit=None, score_cutoff=30
-        ):
+        closest, complete = self._closest(query_sorted)
+        for score, position in closest:
             offer(self._owner[position], score, self._raw[position])
-        if len(tokens) >= MIN_CONTAIN_WORDS:
-            for position, coverage in self._containment_candidates(tokens):
-                score = fuzz.token_set_ratio(normal, self._normal[position]) * coverage
+        contained = self._containment_candidates(tokens) if len(tokens) >= MIN_CONTAIN_WORDS else []
+        keywords = self._keyword_hits(normal)
+        if not complete:
+            late = {self._owner[position] for position, _ in contained}
+            late.update(intent for _, intent in keywords)
+            for score, position in self._rescore(query_sorted, late.difference(best)):
                 offer(self._owner[position], score, self._raw[position])
-        padded = f" {normal} "
-        for keyword, intent in self._keywords:
-            if f" {' '.join(keyword)} " in padded:
-                offer(intent, self.settings.keyword_score, f"keyword: {' '.join(keyword)}")
+        if contained:
+            owners = [self._owner[position] for position, _ in contained]
+            known = {intent: candidate.score for intent, candidate in best.items()}
+            for _, intent in keywords:
+                known[intent] = max(known.get(intent, self.settings.keyword_score), self.settings.keyword_score)
+            order = {intent: rank for rank, intent in enumerate(dict.fromkeys([*best, *owners, *known]))}
+            scores = self._contained_scores(normal, contained, owners, known, order)
+            for intent, (position, _) in zip(owners, contained, strict=True):
+                best.setdefault(intent, Candidate(intent, UNSCORED, self._raw[position]))
+            for number in sorted(scores):
+                position = contained[number][0]
+                offer(owners[number], scores[number], self._raw[position])
+        for keyword, intent in keywords:
+            offer(intent, self.settings.keyword_score, f"keyword: {keyword}")
         return self._decide(sorted(best.values(), key=lambda c: c.score, reverse=True))
 
+    def _closest(self, query: str) -> tuple[list[tuple[float, int]], bool]:
+        """First-stage ``(score, position)`` pairs, best first, then in file order, and whether the list is complete.
+
+        Complete means every example scoring at least ``MIN_SCORE`` is in it. Otherwise it holds
+        exactly the examples that score above some s, and they span at least ``REPORTED`` intents.
+        """
+        low, high = _length_window(len(query))
+        start, stop = bisect.bisect_left(self._lengths, low), bisect.bisect_right(self._lengths, high)
+        window = self._window[start:stop]
+        limit: int | None = self._keep
+        while True:
+            if limit is not None and limit >= len(window):
+                limit = None
+            found = process.extract(query, window, scorer=fuzz.ratio, limit=limit, score_cutoff=MIN_SCORE)
+            scored = [(score, self._by_length[start + index]) for _, score, index in found]
+            complete = limit is None or len(found) < limit
+            if not complete:
+                last = scored[-1][0]
+                scored = [(score, position) for score, position in scored if score > last]
+                if len({self._owner[position] for _, position in scored}) < REPORTED:
+                    limit = 4 * (limit or 1)
+                    continue
+            scored.sort(key=lambda item: (-item[0], item[1]))
+            return scored, complete
+
+    def _rescore(self, query: str, intents: Iterable[str]) -> list[tuple[float, int]]:
+        """Each intent's best first-stage example (first in file order among equals), best first."""
+        found = []
+        for intent in intents:
+            positions = self._of_intent.get(intent, ())
+            hit = process.extractOne(
+                query, [self._sorted[p] for p in positions], scorer=fuzz.ratio, score_cutoff=MIN_SCORE
+            )
+            if hit is not None:
+                found.append((hit[1], positions[hit[2]]))
+        found.sort(key=lambda item: (-item[0], item[1]))
+        return found
+
     def _containment_candidates(self, tokens: list[str]) -> list[tuple[int, float]]:
-        hits: dict[int, int] = defaultdict(int)
-        for token in _content(tokens):
-            for position in self._index.get(token, ()):
-                hits[position] += 1
-        candidates = []
-        for position, count in hits.items():
-            coverage = count / len(self._content[position])
-            if coverage >= MIN_CONTAIN_COVERAGE:
-                candidates.append((position, coverage))
-        return candidates
+        hits = Counter(chain.from_iterable(self._index.get(token, ()) for token in _content(tokens)))
+        sizes = self._sizes
+        return [
+            (position, count / sizes[position])
+            for position, count in hits.items()
+            if count / sizes[position] >= MIN_CONTAIN_COVERAGE
+        ]
+
+    def _contained_scores(
+        self,
+        normal: str,
+        contained: list[tuple[int, float]],
+        owners: list[str],
+        known: dict[str, float],
+        order: dict[str, int],
+    ) -> dict[int, float]:
+        """Containment scores of the candidates that can still change the reported intents, by candidate number.
+
+        A candidate scores at most ``100 * coverage``. Candidates are scored best bound first, in
+        growing batches (rapidfuzz prepares the message once per batch); once three intents are
+        known to rank above what a candidate could reach (score, then first appearance), it is
+        skipped: it cannot enter the top three, nor be the example of an intent that does.
+        """
+        bounds = [round(100.0 * coverage, 1) for _, coverage in contained]
+        pending = sorted(range(len(contained)), key=bounds.__getitem__, reverse=True)
+        scores: dict[int, float] = {}
+        batch, done = 16, 0
+        while done < len(pending):
+            cut = _third_best(known, order)
+            if cut is not None and bounds[pending[done]] < -cut[0]:
+                break
+            chunk = [
+                number
+                for number in pending[done : done + batch]
+                if cut is None or (-bounds[number], order[owners[number]]) <= cut
+            ]
+            choices = [self._normal[contained[number][0]] for number in chunk]
+            for number, (_, similarity, _) in zip(
+                chunk, process.extract_iter(normal, choices, scorer=fuzz.token_set_ratio), strict=True
+            ):
+                scores[number] = score = similarity * contained[number][1]
+                intent = owners[number]
+                known[intent] = max(known.get(intent, UNSCORED), round(score, 1))
+            done += batch
+            batch *= 2
+        return scores
+
+    def _keyword_hits(self, normal: str) -> list[tuple[str, str]]:
+        """``(keyword, intent)`` for every keyword found as whole words in ``normal``, in catalogue order."""
+        padded = f" {normal} "
+        numbers = {number for token in set(normal.split()) for number in self._keyword_index.get(token, ())}
+        return [self._keywords[n] for n in sorted(numbers) if f" {self._keywords[n][0]} " in padded]
 
     def _decide(self, ranked: list[Candidate]) -> Match:
-        top = tuple(ranked[:3])
+        top = tuple(ranked[:REPORTED])
         if not ranked:
             return Match(intent=None, score=0.0, reason="low_confidence")
         first = ranked[0]
