@@ -1,4 +1,4 @@
-"""Command line: ``python -m bot chat|match|check``; the only place that exits."""
+"""Command line: ``python -m bot chat|match|check|backup``; the only place that exits."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from bot.adapters.terminal import TerminalChat, stderr_alerter
 from bot.config import Settings
 from bot.content import read_content
 from bot.engine import Outcome
-from bot.errors import BotError
+from bot.errors import BotError, ConfigError
 from bot.models import Incoming
 from bot.service import running_engine
-from bot.store import MemoryStore
+from bot.store import Backup, MemoryStore, SqliteStore
 
 EXAMPLES = {
     "chat": """examples:
@@ -33,6 +33,9 @@ EXAMPLES = {
     "check": """examples:
   python -m bot check
   UNHOOKED_CONTENT_DIR=../my-content python -m bot check""",
+    "backup": """examples:
+  python -m bot backup backups/unhooked-$(date +%F).sqlite3
+  UNHOOKED_DB=/data/unhooked.sqlite3 python -m bot backup /data/backups/latest.sqlite3 --force""",
 }
 
 
@@ -67,6 +70,16 @@ def _parser() -> argparse.ArgumentParser:
 
     check = command("check", "Check the content files and print every problem as path:line: level: message.")
     check.set_defaults(handler=_check)
+
+    backup = command(
+        "backup",
+        "Copy the database to PATH while the bot keeps running (SQLite's online backup); "
+        "an existing file is never replaced without --force.",
+    )
+    backup.add_argument("path", type=Path, help="the backup file to write, e.g. backups/unhooked-2025-01-31.sqlite3")
+    backup.add_argument("--force", action="store_true", help="replace PATH if it already exists")
+    backup.add_argument("--db", type=Path, help="the database to back up (default: UNHOOKED_DB)")
+    backup.set_defaults(handler=_backup)
     return parser
 
 
@@ -151,6 +164,35 @@ def _check(args: argparse.Namespace) -> int:
     else:
         print(f"content did not load: {errors} errors, {warnings} warnings")
     return 1 if errors else 0
+
+
+def _size(size: int) -> str:
+    for unit in ("bytes", "KB", "MB"):
+        if size < 1000 or unit == "MB":
+            return f"{size} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1000
+    raise AssertionError  # pragma: no cover - the loop always returns
+
+
+def _backup(args: argparse.Namespace) -> int:
+    settings = Settings.from_env().with_db(args.db)
+    if str(settings.db_path) == ":memory:":
+        raise ConfigError("an in-memory database has nothing to back up; set UNHOOKED_DB or --db to the database file")
+
+    async def run() -> Backup:
+        async with SqliteStore(settings.db_path, migrate=False) as store:
+            return await store.backup(args.path, overwrite=args.force)
+
+    print(f"backing up {settings.db_path} to {args.path} ...", flush=True)
+    done = asyncio.run(run())
+    rows = ", ".join(f"{table.replace('_', ' ')} {count}" for table, count in done.rows.items())
+    latest = done.migrations[-1] if done.migrations else "none"
+    print(f"wrote {done.path}: {_size(done.size)}, {rows}; migrations up to {latest}; integrity check ok")
+    print(
+        "Keep it where only operators can read it. Restored, its sessions link to people only with the same "
+        "UNHOOKED_SECRET (or the secret.key beside the database)."
+    )
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
