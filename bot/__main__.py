@@ -166,6 +166,19 @@ def _check(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
+QUIET_LOGGERS = ("aiosqlite", "httpx", "httpcore", "telegram", "apscheduler")
+"""Libraries whose chatty levels echo payloads: SQL parameters, request URLs with the bot token, whole
+updates with message text and user ids. They log at WARNING or above whatever ``UNHOOKED_LOG_LEVEL`` says."""
+
+
+def configure_logging(level: str) -> None:
+    """Log to stderr at ``level``; the libraries in ``QUIET_LOGGERS`` never below WARNING."""
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    floor = max(logging.getLogger().getEffectiveLevel(), logging.WARNING)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(floor)
+
+
 def _size(size: int) -> str:
     for unit in ("bytes", "KB", "MB"):
         if size < 1000 or unit == "MB":
@@ -198,10 +211,7 @@ def _backup(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run one command and return its exit status."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=os.environ.get("UNHOOKED_LOG_LEVEL", "WARNING").upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(os.environ.get("UNHOOKED_LOG_LEVEL", "WARNING"))
     try:
         return args.handler(args)
     except BotError as error:
