@@ -113,6 +113,11 @@ def _length_window(length: int) -> tuple[int, int]:
     return low, high
 
 
+def _needed(size: int) -> int:
+    """How many of an example's ``size`` content words make it a containment candidate (exactly as the ratio test)."""
+    return next((count for count in range(size + 1) if size and count / size >= MIN_CONTAIN_COVERAGE), size + 1)
+
+
 def _third_best(known: dict[str, float], order: dict[str, int]) -> tuple[float, int] | None:
     """The rank key ``(-score, first appearance)`` of the third best intent known so far, or ``None``."""
     if len(known) < REPORTED:
@@ -149,6 +154,7 @@ class Matcher:
         most = max((len(positions) for positions in self._of_intent.values()), default=0)
         self._keep = (REPORTED - 1) * most + 1
         self._sizes = [len(content) for content in self._content]
+        self._needed = [_needed(size) for size in self._sizes]
 
     def _add(self, intent: str, example: str) -> None:
         normal = for_matching(example)
@@ -198,8 +204,9 @@ class Matcher:
                 known[intent] = max(known.get(intent, self.settings.keyword_score), self.settings.keyword_score)
             order = {intent: rank for rank, intent in enumerate(dict.fromkeys([*best, *owners, *known]))}
             scores = self._contained_scores(normal, contained, owners, known, order)
-            for intent, (position, _) in zip(owners, contained, strict=True):
-                best.setdefault(intent, Candidate(intent, UNSCORED, self._raw[position]))
+            for intent in dict.fromkeys(owners):
+                if intent not in best:
+                    best[intent] = Candidate(intent, UNSCORED, "")
             for number in sorted(scores):
                 position = contained[number][0]
                 offer(owners[number], scores[number], self._raw[position])
@@ -247,12 +254,8 @@ class Matcher:
 
     def _containment_candidates(self, tokens: list[str]) -> list[tuple[int, float]]:
         hits = Counter(chain.from_iterable(self._index.get(token, ()) for token in _content(tokens)))
-        sizes = self._sizes
-        return [
-            (position, count / sizes[position])
-            for position, count in hits.items()
-            if count / sizes[position] >= MIN_CONTAIN_COVERAGE
-        ]
+        needed, sizes = self._needed, self._sizes
+        return [(position, count / sizes[position]) for position, count in hits.items() if count >= needed[position]]
 
     def _contained_scores(
         self,
