@@ -42,9 +42,9 @@ def vocabulary(root: Path) -> list[str]:
 
 
 def _variant(example: str, vocab: list[str], rng: random.Random) -> str:
-    """The example with about half of its content words swapped for article words."""
+    """The example with about three in four of its content words swapped for article words, and maybe one more."""
     words = example.split()
-    out = [rng.choice(vocab) if word.lower() not in STOPWORDS and rng.random() < 0.5 else word for word in words]
+    out = [rng.choice(vocab) if word.lower() not in STOPWORDS and rng.random() < 0.75 else word for word in words]
     if rng.random() < 0.5:
         out.insert(rng.randrange(len(out) + 1), rng.choice(vocab))
     return " ".join(out)
