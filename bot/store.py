@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -383,6 +384,9 @@ class SqliteStore(Store):
         self._migrate_on_open = migrate
         """``False`` opens an existing database as it is, e.g. to back up the file of a running bot."""
         self._db: aiosqlite.Connection | None = None
+        self._writing = asyncio.Lock()
+        """One connection is shared by the session writer, the escalator and erasure requests: writes take
+        turns, so no statement lands inside another task's transaction (or its rollback)."""
 
     @property
     def db(self) -> aiosqlite.Connection:
@@ -400,13 +404,14 @@ class SqliteStore(Store):
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[None]:
-        await self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            await self.db.execute("ROLLBACK")
-            raise
-        await self.db.execute("COMMIT")
+        async with self._writing:
+            await self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                await self.db.execute("ROLLBACK")
+                raise
+            await self.db.execute("COMMIT")
 
     async def open(self) -> None:
         if self._db is not None:
@@ -560,7 +565,7 @@ class SqliteStore(Store):
         )
 
     async def acknowledge(self, escalation_id: str, by: str, at: float) -> Escalation | None:
-        async with self._guard("acknowledge an escalation"):
+        async with self._guard("acknowledge an escalation"), self._writing:
             await self.db.execute(
                 "UPDATE escalations SET acked_by = ?, acked_at = ? WHERE id = ? AND acked_by IS NULL",
                 (by, at, escalation_id),
@@ -569,7 +574,7 @@ class SqliteStore(Store):
         return found[0] if found else None
 
     async def mark_alerted(self, escalation_id: str, at: float) -> None:
-        async with self._guard("mark an alert as sent"):
+        async with self._guard("mark an alert as sent"), self._writing:
             await self.db.execute("UPDATE escalations SET alerted_at = ? WHERE id = ?", (at, escalation_id))
 
     async def unalerted(self, limit: int = 100) -> list[Escalation]:
@@ -579,10 +584,12 @@ class SqliteStore(Store):
         live = None if str(self.path) == ":memory:" else self.path
         target, partial = _backup_target(target, overwrite, live)
         try:
-            async with self._guard("back up the database"), aiosqlite.connect(partial) as copy:
+            async with self._guard("back up the database"), aiosqlite.connect(partial) as copy, self._writing:
                 # One step (pages=0): a single read transaction, so the copy is one consistent
-                # snapshot; in WAL mode writers go on meanwhile. A copy in several steps would
-                # restart whenever another connection writes, and might never finish.
+                # snapshot; in WAL mode other connections go on writing meanwhile. A copy in several
+                # steps would restart whenever another connection writes, and might never finish.
+                # This connection's own writes wait (the lock), so no half-done transaction is copied;
+                # `python -m bot backup` uses a connection of its own and pauses nothing.
                 await self.db.backup(copy, pages=0)
             return await _seal(partial, target, overwrite)
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -136,6 +137,25 @@ class TestStoreContract:
     async def test_a_backup_into_a_missing_folder_says_so(self, store: Store, tmp_path: Path) -> None:
         with pytest.raises(StoreError, match="does not exist; create it first"):
             await store.backup(tmp_path / "nowhere" / "backup.sqlite3")
+
+    async def test_writes_from_many_tasks_at_once_all_land(self, store: Store) -> None:
+        # The session writer, the escalator and an erasure request share one connection in the bot.
+        await store.record_escalations([escalation("first")])
+        writes = []
+        for n in range(40):
+            writes += [
+                store.save_sessions([session(f"k{n}")]),
+                store.record_escalations([escalation(f"e{n}", user_key=f"k{n}")]),
+                store.add_counts({("2026-11-29", "messages"): 1}),
+                store.mark_alerted("first", float(n)),
+                store.acknowledge(f"e{n}", "sam", 1.0),
+            ]
+        await asyncio.gather(*writes)
+        assert all([await store.load_session(f"k{n}") for n in range(40)])
+        assert len(await store.escalations()) == 41
+        assert await store.unalerted() == [e for e in await store.escalations() if e.id != "first"]
+        assert await store.counts("2026-11-29") == {"messages": 40}
+        assert all(e.acked_by == "sam" for e in await store.escalations() if e.id != "first")
 
     async def test_close_twice_is_harmless(self, store: Store) -> None:
         await store.close()
