@@ -43,6 +43,8 @@ class Run:
     core_p50_ms: float
     core_p99_ms: float
     outcomes: dict[str, int]
+    p99_ms_by_kind: dict[str, float] = field(default_factory=dict)
+    """p99 per kind of message in the mix (question, button, fallback, crisis, long)."""
 
 
 @dataclass
@@ -80,6 +82,11 @@ class Scale:
             "target_p99_ms": target,
             "target_met": None if target is None else self.best("p99_ms") < target,
             "outcomes": self.runs[0].outcomes if self.runs else {},
+            "best_p99_ms_by_kind": {
+                kind: min(run.p99_ms_by_kind[kind] for run in self.runs) for kind in self.runs[0].p99_ms_by_kind
+            }
+            if self.runs
+            else {},
             "all_runs": [asdict(run) for run in self.runs],
         }
 
@@ -101,12 +108,14 @@ async def _one_run(root: Path, mix: list[Message], warmup: list[Message], folder
         await engine.sessions.flush()
         gc.collect()
         latencies = []
+        by_kind: dict[str, list[float]] = {}
         outcomes: Counter[str] = Counter()
         started = time.perf_counter()
         for message in mix:
             before = time.perf_counter_ns()
             outcome = await engine.handle(Incoming(message.user, message.text, "bench", message.topic))
             latencies.append((time.perf_counter_ns() - before) / 1e6)
+            by_kind.setdefault(message.kind, []).append(latencies[-1])
             outcomes[_kind(outcome.match.reason if outcome.match else None, outcome.detection is not None)] += 1
         await engine.aclose()
         elapsed = time.perf_counter() - started
@@ -130,6 +139,7 @@ async def _one_run(root: Path, mix: list[Message], warmup: list[Message], folder
         core_p50_ms=percentile(core_latencies, 0.50),
         core_p99_ms=percentile(core_latencies, 0.99),
         outcomes=dict(sorted(outcomes.items())),
+        p99_ms_by_kind={kind: round(percentile(sorted(values), 0.99), 3) for kind, values in sorted(by_kind.items())},
     )
 
 
