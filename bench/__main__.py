@@ -40,7 +40,16 @@ def machine() -> dict[str, object]:
         "sqlite": sqlite3.sqlite_version,
         "platform": platform.platform(),
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "load_average": _load(),
     }
+
+
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages: how busy the machine was with other work."""
+    try:
+        return " ".join(f"{value:.2f}" for value in os.getloadavg())
+    except OSError:
+        return "unknown"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -73,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
 def _table(info: dict[str, object], results: list[dict[str, object]]) -> str:
     lines = [
         f"machine: {info['cpu']}, {info['cores']} cores, Python {info['python']}, SQLite {info['sqlite']}",
-        f"date:    {info['date']}",
+        f"date:    {info['date']}; load average before {info['load_average']}, after {_load()}",
         "",
         "size   intents examples load s | engine p50 ms   p99 ms (best/median)"
         "   msg/s (best/median) | screen+match p99 ms | target",
@@ -89,6 +98,9 @@ def _table(info: dict[str, object], results: list[dict[str, object]]) -> str:
             f" {best['core_p99_ms']:>6.3f}       | {verdict}"
         )
     lines.append("")
+    for row in results:
+        kinds = ", ".join(f"{kind} {value:.3f}" for kind, value in row["best_p99_ms_by_kind"].items())
+        lines.append(f"x{row['factor']} best p99 ms by kind: {kinds}")
     lines.append("outcomes per run: " + "; ".join(f"x{row['factor']} {row['outcomes']}" for row in results))
     return "\n".join(lines)
 
@@ -112,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     results = [scale.summary() for scale in scales]
     if args.json:
         command = "python -m bench " + " ".join(sys.argv[1:] if argv is None else argv)
+        info["load_average_after"] = _load()
         print(json.dumps({"machine": info, "command": command, "targets_ms": TARGETS_MS, "results": results}, indent=2))
     else:
         print()
