@@ -180,11 +180,9 @@ def configure_logging(level: str) -> None:
 
 
 def _size(size: int) -> str:
-    for unit in ("bytes", "KB", "MB"):
-        if size < 1000 or unit == "MB":
-            return f"{size} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
-        size /= 1000
-    raise AssertionError  # pragma: no cover - the loop always returns
+    if size < 1000:
+        return f"{size} bytes"
+    return f"{size / 1e3:.1f} KB" if size < 1_000_000 else f"{size / 1e6:.1f} MB"
 
 
 def _backup(args: argparse.Namespace) -> int:
