@@ -1,4 +1,4 @@
-"""Command line: ``python -m bot chat|match|check|eval|run|escalations|purge``; the only place that exits."""
+"""Command line: ``python -m bot chat|match|check|eval|run|escalations|purge|backup``; the only place that exits."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from bot.matcher import tokens_of
 from bot.models import Incoming, Level, Match
 from bot.service import running_engine
 from bot.spool import Spool
-from bot.store import MemoryStore
+from bot.store import Backup, MemoryStore, SqliteStore
 
 EXAMPLES = {
     "chat": """examples:
@@ -78,6 +78,9 @@ SIGTERM or Ctrl-C stops cleanly: updates already fetched are answered first.""",
     "escalations export": """examples:
   python -m bot escalations export --format csv > escalations.csv
   python -m bot escalations export --format jsonl --since 30d --output escalations.jsonl""",
+    "backup": """examples:
+  python -m bot backup backups/unhooked-$(date +%F).sqlite3
+  UNHOOKED_DB=/data/unhooked.sqlite3 python -m bot backup /data/backups/latest.sqlite3 --force""",
 }
 
 
@@ -203,6 +206,16 @@ def _parser() -> argparse.ArgumentParser:
     purge = with_db(command("purge", "Delete escalation details and idle sessions past retention; keep daily counts."))
     purge.add_argument("--days", type=int, help="keep this many days (default: UNHOOKED_RETENTION_DAYS, or 30)")
     purge.set_defaults(handler=_purge)
+
+    backup = command(
+        "backup",
+        "Copy the database to PATH while the bot keeps running (SQLite's online backup); "
+        "an existing file is never replaced without --force.",
+    )
+    backup.add_argument("path", type=Path, help="the backup file to write, e.g. backups/unhooked-2025-01-31.sqlite3")
+    backup.add_argument("--force", action="store_true", help="replace PATH if it already exists")
+    backup.add_argument("--db", type=Path, help="the database to back up (default: UNHOOKED_DB)")
+    backup.set_defaults(handler=_backup)
     return parser
 
 
@@ -442,13 +455,50 @@ def _purge(args: argparse.Namespace) -> int:
     return _operate(args, lambda store, spool: operators.purge_text(store, days, time.time()))
 
 
+QUIET_LOGGERS = ("aiosqlite", "httpx", "httpcore", "telegram", "apscheduler")
+"""Libraries whose chatty levels echo payloads: SQL parameters, request URLs with the bot token, whole
+updates with message text and user ids. They log at WARNING or above whatever ``UNHOOKED_LOG_LEVEL`` says."""
+
+
+def configure_logging(level: str) -> None:
+    """Log to stderr at ``level``; the libraries in ``QUIET_LOGGERS`` never below WARNING."""
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    floor = max(logging.getLogger().getEffectiveLevel(), logging.WARNING)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(floor)
+
+
+def _size(size: int) -> str:
+    if size < 1000:
+        return f"{size} bytes"
+    return f"{size / 1e3:.1f} KB" if size < 1_000_000 else f"{size / 1e6:.1f} MB"
+
+
+def _backup(args: argparse.Namespace) -> int:
+    settings = Settings.from_env().with_db(args.db)
+    if str(settings.db_path) == ":memory:":
+        raise ConfigError("an in-memory database has nothing to back up; set UNHOOKED_DB or --db to the database file")
+
+    async def run() -> Backup:
+        async with SqliteStore(settings.db_path, migrate=False) as store:
+            return await store.backup(args.path, overwrite=args.force)
+
+    print(f"backing up {settings.db_path} to {args.path} ...", flush=True)
+    done = asyncio.run(run())
+    rows = ", ".join(f"{table.replace('_', ' ')} {count}" for table, count in done.rows.items())
+    latest = done.migrations[-1] if done.migrations else "none"
+    print(f"wrote {done.path}: {_size(done.size)}, {rows}; migrations up to {latest}; integrity check ok")
+    print(
+        "Keep it where only operators can read it. Restored, its sessions link to people only with the same "
+        "UNHOOKED_SECRET (or the secret.key beside the database)."
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command and return its exit status."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=os.environ.get("UNHOOKED_LOG_LEVEL", "WARNING").upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(os.environ.get("UNHOOKED_LOG_LEVEL", "WARNING"))
     try:
         return args.handler(args)
     except BotError as error:

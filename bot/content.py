@@ -18,6 +18,8 @@ from bot.models import Example, Intent, Passage, Problem
 
 MAX_FILE_BYTES = 1_000_000
 """A content file larger than this is refused before parsing."""
+MAX_DEPTH = 20
+"""Content needs a few levels of nesting; deeper data is refused before it can exhaust the stack."""
 
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 PASSAGE_ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
@@ -45,7 +47,16 @@ class _Seq(list):
 
 
 class _Loader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that records line numbers and refuses aliases and duplicate keys."""
+    """``yaml.SafeLoader`` that records line numbers and refuses aliases, duplicate keys and deep nesting.
+
+    Aliases are refused before anything is built from them, so an alias bomb ("billion laughs")
+    costs nothing; nesting is capped, so a file of ``[[[[...`` cannot exhaust the stack; and a
+    value that a tag cannot read (``!!float abc``, a 5,000-digit number) becomes a marked error.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -53,7 +64,33 @@ class _Loader(yaml.SafeLoader):
             raise yaml.composer.ComposerError(
                 None, None, "anchors and aliases (&name, *name) are not allowed in content files", event.start_mark
             )
-        return super().compose_node(parent, index)
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"lists and mappings are nested more than {MAX_DEPTH} levels deep; content needs only a few",
+                    self.peek_event().start_mark,
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except yaml.YAMLError:
+            raise
+        except Exception:  # a tag's constructor fails on values it does not expect in many ways
+            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+            shown = f" {node.value[:40]!r}" if isinstance(node.value, str) else ""
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"the value{shown} cannot be read as {tag}; remove the tag or fix the value",
+                node.start_mark,
+            ) from None
 
 
 def _construct_map(loader: _Loader, node: yaml.MappingNode) -> _Map:
@@ -105,6 +142,12 @@ def read_yaml(path: Path) -> tuple[Any, list[Problem]]:
         return None, [Problem(path, 1, "error", f"the file cannot be read: {error.strerror or error}")]
     try:
         return yaml.load(text, Loader=_Loader), []  # noqa: S506 - _Loader is a SafeLoader
+    except yaml.reader.ReaderError as error:
+        line = text.count("\n", 0, max(0, error.position)) + 1
+        code = f"U+{error.character:04X}" if isinstance(error.character, int) else repr(error.character)
+        return None, [
+            Problem(path, line, "error", f"this line holds a character YAML does not allow ({code}); remove it")
+        ]
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark else 1
@@ -117,6 +160,8 @@ def read_yaml(path: Path) -> tuple[Any, list[Problem]]:
         return None, [Problem(path, line, "error", f"this is not valid content YAML: {reason}{hint}")]
     except yaml.YAMLError as error:
         return None, [Problem(path, 1, "error", f"this is not valid YAML: {error}")]
+    except (RecursionError, MemoryError) as error:  # pragma: no cover - the limits above should make these unreachable
+        return None, [Problem(path, 1, "error", f"this file is too complex to read ({type(error).__name__})")]
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,7 @@ class Engine:
 
     def user_key(self, channel: str, user_id: str) -> str:
         """The keyed hash that stands for a person everywhere the bot stores or logs anything."""
-        digest = hmac.new(self._secret, f"{channel}:{user_id}".encode(), hashlib.sha256)
+        digest = hmac.new(self._secret, f"{channel}:{user_id}".encode(errors="surrogatepass"), hashlib.sha256)
         return digest.hexdigest()[:32]
 
     async def handle(self, incoming: Incoming) -> Outcome:

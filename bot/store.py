@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
 import re
 import sqlite3
 from abc import ABC, abstractmethod
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
+from urllib.parse import quote
 
 import aiosqlite
 
@@ -157,6 +159,79 @@ class Store(ABC):
         One transaction: a purge that fails leaves everything as it was, and running it again is harmless.
         """
 
+    @abstractmethod
+    async def backup(self, target: Path, *, overwrite: bool = False) -> Backup:
+        """Write a consistent copy of everything stored to the SQLite file ``target``, while the bot keeps running.
+
+        The copy is written beside ``target`` and moved into place only when complete and checked,
+        so a crash never leaves half a backup under that name. An existing ``target`` is refused
+        unless ``overwrite``. The copy is one self-contained file (no ``-wal``), readable by its owner only.
+        """
+
+
+@dataclass(frozen=True)
+class Backup:
+    """What a backup wrote."""
+
+    path: Path
+    size: int
+    """Bytes on disk."""
+    rows: dict[str, int]
+    """Rows per table: ``sessions``, ``escalations``, ``daily_counts``."""
+    migrations: tuple[str, ...]
+    """The migrations the copy has, in order."""
+
+
+_BACKUP_COUNTS = {
+    "sessions": "SELECT COUNT(*) FROM sessions",
+    "escalations": "SELECT COUNT(*) FROM escalations",
+    "daily_counts": "SELECT COUNT(*) FROM daily_counts",
+}
+
+
+def _backup_target(target: Path, overwrite: bool, live: Path | None = None) -> tuple[Path, Path]:
+    """Check where a backup may go; return the target and the temporary file beside it."""
+    target = Path(target)
+    if live is not None and target.resolve() == live.resolve():
+        raise StoreError(f"{target} is the live database itself; give the backup another name")
+    if not target.parent.is_dir():
+        raise StoreError(f"the folder {target.parent} does not exist; create it first or choose another path")
+    if target.exists() and not overwrite:
+        raise StoreError(f"{target} already exists; choose a new name, or replace it with --force")
+    return target, target.with_name(f".{target.name}.partial-{os.getpid()}")
+
+
+async def _seal(partial: Path, target: Path, overwrite: bool) -> Backup:
+    """Check the finished copy, make it self-contained and private, and move it into place."""
+    try:
+        async with aiosqlite.connect(partial, isolation_level=None) as copy:
+            await copy.execute("PRAGMA journal_mode=DELETE")
+            async with copy.execute("PRAGMA quick_check") as cursor:
+                verdict = (await cursor.fetchone() or ("no answer",))[0]
+            if verdict != "ok":
+                raise StoreError(f"the backup failed its integrity check ({verdict}); {target} was not written")
+            rows = {}
+            for table, query in _BACKUP_COUNTS.items():
+                async with copy.execute(query) as cursor:
+                    rows[table] = (await cursor.fetchone() or (0,))[0]
+            async with copy.execute("SELECT name FROM _migrations ORDER BY name") as cursor:
+                migrations = tuple([row[0] async for row in cursor])
+        os.chmod(partial, 0o600)
+        descriptor = os.open(partial, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        if overwrite:
+            os.replace(partial, target)
+        else:
+            os.link(partial, target)  # fails if the target appeared meanwhile: never replaces a file
+    except FileExistsError:
+        raise StoreError(f"{target} already exists; choose a new name, or replace it with --force") from None
+    except (sqlite3.Error, OSError) as error:
+        raise StoreError(f"could not write the backup {target}: {error}") from error
+    return Backup(target, target.stat().st_size, rows, migrations)
+
 
 def _copy(session: Session) -> Session:
     return dataclasses.replace(session, shown=set(session.shown))
@@ -232,6 +307,17 @@ class MemoryStore(Store):
 
     async def unalerted(self, limit: int = 100) -> list[Escalation]:
         return [e for e in await self.escalations() if e.alerted_at is None][:limit]
+
+    async def backup(self, target: Path, *, overwrite: bool = False) -> Backup:
+        target, partial = _backup_target(target, overwrite)
+        try:
+            async with SqliteStore(partial) as copy:
+                await copy.save_sessions(list(self._sessions.values()))
+                await copy.record_escalations(list(self._escalations.values()))
+                await copy.add_counts(self._counts)
+            return await _seal(partial, target, overwrite)
+        finally:
+            partial.unlink(missing_ok=True)
 
     async def escalation_feed(self, after: int = 0, limit: int = 100) -> list[tuple[int, Escalation]]:
         found = sorted(
@@ -498,12 +584,24 @@ def check_migrations(migrations: tuple[Migration, ...]) -> None:
 check_migrations(MIGRATIONS)
 
 
+_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA busy_timeout=5000",
+    "PRAGMA foreign_keys=ON",
+)
+
+
 class SqliteStore(Store):
     """Sessions in one SQLite file in WAL mode, written through aiosqlite."""
 
-    def __init__(self, path: Path | str, migrations: tuple[Migration, ...] = MIGRATIONS) -> None:
+    def __init__(
+        self, path: Path | str, migrations: tuple[Migration, ...] = MIGRATIONS, *, migrate: bool = True
+    ) -> None:
         self.path = Path(path)
         self._migrations = migrations
+        self._migrate_on_open = migrate
+        """``False`` opens an existing database as it is, e.g. to back up the file of a running bot."""
         self._db: aiosqlite.Connection | None = None
         self._writing = asyncio.Lock()
         """One transaction at a time: concurrent callers share one connection, and SQLite refuses nested BEGINs."""
@@ -537,13 +635,24 @@ class SqliteStore(Store):
         if self._db is not None:
             return
         async with self._guard("open the database"):
-            if str(self.path) != ":memory:":
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = await aiosqlite.connect(self.path, isolation_level=None)
+            if not self._migrate_on_open:
+                if not self.path.is_file():
+                    raise StoreError(f"there is no database at {self.path}; set UNHOOKED_DB to the bot's database file")
+                # mode=rw: never create a file that is not there
+                self._db = await aiosqlite.connect(
+                    f"file:{quote(str(self.path.resolve()))}?mode=rw", uri=True, isolation_level=None
+                )
+            else:
+                if str(self.path) != ":memory:":
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = await aiosqlite.connect(self.path, isolation_level=None)
             try:
-                for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=5000", "foreign_keys=ON"):
-                    await self._db.execute(f"PRAGMA {pragma}")
-                await self._migrate()
+                for pragma in _PRAGMAS:
+                    await self._db.execute(pragma)
+                if self._migrate_on_open:
+                    await self._migrate()
+                elif not await self._is_unhooked():
+                    raise StoreError(f"{self.path} is not an Unhooked database: it has no record of migrations")
             except BaseException:
                 await self.close()
                 raise
@@ -564,6 +673,13 @@ class SqliteStore(Store):
                     "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",
                     (migration.name, datetime.now(UTC).isoformat(timespec="seconds")),
                 )
+
+    async def _is_unhooked(self) -> bool:
+        async with self.db.execute(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
+        ) as cursor:
+            row = await cursor.fetchone()
+        return bool(row and row[0])
 
     async def applied_migrations(self) -> list[str]:
         """The names of the migrations applied to this file, in order."""
@@ -689,10 +805,10 @@ class SqliteStore(Store):
         raw = dict(updates)
         if not raw:
             return []
-        marks = ", ".join("?" * len(raw))
         async with self._guard("journal updates"), self._transaction():
-            query = f"SELECT update_id FROM updates WHERE update_id IN ({marks})"  # noqa: S608 (only ? marks)
-            async with self.db.execute(query, tuple(raw)) as cursor:
+            async with self.db.execute(
+                "SELECT update_id FROM updates WHERE update_id BETWEEN ? AND ?", (min(raw), max(raw))
+            ) as cursor:
                 known = {row[0] async for row in cursor}
             fresh = [update_id for update_id in raw if update_id not in known]
             await self.db.executemany(
@@ -754,8 +870,14 @@ class SqliteStore(Store):
             return cursor.rowcount == 1
 
     async def escalation_feed(self, after: int = 0, limit: int = 100) -> list[tuple[int, Escalation]]:
-        query = f"SELECT seq, {_ESCALATION_COLUMNS} FROM escalations WHERE seq > ? ORDER BY seq LIMIT ?"  # noqa: S608
-        async with self._guard("read new escalations"), self.db.execute(query, (after, limit)) as cursor:
+        async with (
+            self._guard("read new escalations"),
+            self.db.execute(
+                "SELECT seq, id, at, user_key, level, category, rule, channel, resources, excerpt, acked_by,"
+                " acked_at, alerted_at FROM escalations WHERE seq > ? ORDER BY seq LIMIT ?",
+                (after, limit),
+            ) as cursor,
+        ):
             return [(row[0], _escalation(row[1:])) async for row in cursor]
 
     async def all_counts(self, first_day: str | None = None) -> dict[tuple[str, str], int]:
@@ -780,6 +902,21 @@ class SqliteStore(Store):
             await self.db.execute("DELETE FROM escalations WHERE at < ?", (before,))
             sessions = await self.db.execute("DELETE FROM sessions WHERE last_seen < ?", (before,))
         return Purged(len(old), sessions.rowcount, tuple(sorted({day_of(e.at) for e in old})))
+
+    async def backup(self, target: Path, *, overwrite: bool = False) -> Backup:
+        live = None if str(self.path) == ":memory:" else self.path
+        target, partial = _backup_target(target, overwrite, live)
+        try:
+            async with self._guard("back up the database"), aiosqlite.connect(partial) as copy, self._writing:
+                # One step (pages=0): a single read transaction, so the copy is one consistent
+                # snapshot; in WAL mode other connections go on writing meanwhile. A copy in several
+                # steps would restart whenever another connection writes, and might never finish.
+                # This connection's own writes wait (the lock), so no half-done transaction is copied;
+                # `python -m bot backup` uses a connection of its own and pauses nothing.
+                await self.db.backup(copy, pages=0)
+            return await _seal(partial, target, overwrite)
+        finally:
+            partial.unlink(missing_ok=True)
 
 
 def open_store(path: Path | str | None) -> Store:

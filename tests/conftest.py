@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
 
 from bot.config import PACKAGE_DIR
 from bot.content import Catalog, load_catalog
@@ -20,6 +22,11 @@ if TYPE_CHECKING:
 
 REPO = PACKAGE_DIR.parent
 SECRET = b"test-secret-0123456789abcdef"
+
+# Property tests stay quick by default; HYPOTHESIS_PROFILE=ci runs ten times as many examples.
+settings.register_profile("default", max_examples=40, deadline=None)
+settings.register_profile("ci", max_examples=400, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture(scope="session")

@@ -199,6 +199,54 @@ class TestStoreContract:
         assert await store.purge(30 * day) == Purged(0, 0, ())
         assert len(await store.all_counts()) == 3
 
+    async def test_a_backup_holds_everything_stored(self, store: Store, tmp_path: Path) -> None:
+        await store.save_sessions([session("k1"), session("k2", crisis_level=Level.CRISIS, crisis_at=150.0)])
+        await store.record_escalations([escalation("a"), escalation("b", at=200.0)])
+        await store.acknowledge("a", "sam", 300.0)
+        await store.add_counts({("2026-11-29", "messages"): 7})
+        done = await store.backup(tmp_path / "backup.sqlite3")
+        assert done.rows == {"sessions": 2, "escalations": 2, "daily_counts": 1}
+        assert done.migrations == tuple(m.name for m in MIGRATIONS)
+        assert done.size == (tmp_path / "backup.sqlite3").stat().st_size > 0
+        assert (tmp_path / "backup.sqlite3").stat().st_mode & 0o777 == 0o600
+        async with SqliteStore(tmp_path / "backup.sqlite3") as copy:
+            assert await copy.load_session("k2") == await store.load_session("k2")
+            assert await copy.escalations() == await store.escalations()
+            assert await copy.counts("2026-11-29") == {"messages": 7}
+        assert sorted(p.name for p in tmp_path.iterdir() if "backup" in p.name) == ["backup.sqlite3"]
+
+    async def test_a_backup_never_replaces_a_file_unless_asked(self, store: Store, tmp_path: Path) -> None:
+        target = tmp_path / "backup.sqlite3"
+        target.write_text("an older backup")
+        with pytest.raises(StoreError, match="already exists; choose a new name, or replace it with --force"):
+            await store.backup(target)
+        assert target.read_text() == "an older backup"
+        await store.save_sessions([session()])
+        assert (await store.backup(target, overwrite=True)).rows["sessions"] == 1
+
+    async def test_a_backup_into_a_missing_folder_says_so(self, store: Store, tmp_path: Path) -> None:
+        with pytest.raises(StoreError, match="does not exist; create it first"):
+            await store.backup(tmp_path / "nowhere" / "backup.sqlite3")
+
+    async def test_writes_from_many_tasks_at_once_all_land(self, store: Store) -> None:
+        # The session writer, the escalator and an erasure request share one connection in the bot.
+        await store.record_escalations([escalation("first")])
+        writes = []
+        for n in range(40):
+            writes += [
+                store.save_sessions([session(f"k{n}")]),
+                store.record_escalations([escalation(f"e{n}", user_key=f"k{n}")]),
+                store.add_counts({("2026-11-29", "messages"): 1}),
+                store.mark_alerted("first", float(n)),
+                store.acknowledge(f"e{n}", "sam", 1.0),
+            ]
+        await asyncio.gather(*writes)
+        assert all([await store.load_session(f"k{n}") for n in range(40)])
+        assert len(await store.escalations()) == 41
+        assert await store.unalerted() == [e for e in await store.escalations() if e.id != "first"]
+        assert await store.counts("2026-11-29") == {"messages": 40}
+        assert all(e.acked_by == "sam" for e in await store.escalations() if e.id != "first")
+
     async def test_close_twice_is_harmless(self, store: Store) -> None:
         await store.close()
         await store.close()

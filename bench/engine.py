@@ -1,0 +1,178 @@
+"""The engine benchmark: per-message latency and throughput on the shipped content and larger synthetic catalogues."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import statistics
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from bench.synthetic import Message, message_mix, scaled_content
+from bot import safety
+from bot.content import load_catalog
+from bot.engine import Engine
+from bot.matcher import Matcher
+from bot.models import Incoming
+from bot.store import SqliteStore
+
+SECRET = b"benchmark-secret-0123456789"
+TARGETS_MS = {1: 2.0, 100: 10.0}
+"""Engine p99 targets per message, by catalogue size factor."""
+
+
+def percentile(sorted_values: list[float], share: float) -> float:
+    """The value below which ``share`` of the sorted values fall (nearest rank)."""
+    if not sorted_values:
+        return 0.0
+    rank = max(0, min(len(sorted_values) - 1, round(share * len(sorted_values)) - 1))
+    return sorted_values[rank]
+
+
+@dataclass
+class Run:
+    """One pass of the message mix through a fresh engine and database."""
+
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    messages_per_second: float
+    core_p50_ms: float
+    core_p99_ms: float
+    outcomes: dict[str, int]
+    p99_ms_by_kind: dict[str, float] = field(default_factory=dict)
+    """p99 per kind of message in the mix (question, button, fallback, crisis, long)."""
+
+
+@dataclass
+class Scale:
+    """Every run at one catalogue size, and the best and median of each measure."""
+
+    factor: int
+    intents: int
+    examples: int
+    load_seconds: float
+    messages: int
+    users: int
+    runs: list[Run] = field(default_factory=list)
+
+    def best(self, name: str) -> float:
+        values = [getattr(run, name) for run in self.runs]
+        return max(values) if name == "messages_per_second" else min(values)
+
+    def median(self, name: str) -> float:
+        return statistics.median(getattr(run, name) for run in self.runs)
+
+    def summary(self) -> dict[str, object]:
+        measures = ("p50_ms", "p99_ms", "max_ms", "messages_per_second", "core_p50_ms", "core_p99_ms")
+        target = TARGETS_MS.get(self.factor)
+        return {
+            "factor": self.factor,
+            "intents": self.intents,
+            "examples": self.examples,
+            "load_seconds": round(self.load_seconds, 3),
+            "messages": self.messages,
+            "users": self.users,
+            "runs": len(self.runs),
+            "best": {name: round(self.best(name), 3) for name in measures},
+            "median": {name: round(self.median(name), 3) for name in measures},
+            "target_p99_ms": target,
+            "target_met": None if target is None else self.best("p99_ms") < target,
+            "outcomes": self.runs[0].outcomes if self.runs else {},
+            "best_p99_ms_by_kind": {
+                kind: min(run.p99_ms_by_kind[kind] for run in self.runs) for kind in self.runs[0].p99_ms_by_kind
+            }
+            if self.runs
+            else {},
+            "all_runs": [asdict(run) for run in self.runs],
+        }
+
+
+def _kind(outcome_reason: str | None, crisis: bool) -> str:
+    if crisis:
+        return "crisis"
+    return "answer" if outcome_reason in ("matched", "chosen") else "fallback"
+
+
+async def _one_run(root: Path, mix: list[Message], warmup: list[Message], folder: Path, number: int) -> Run:
+    catalog = load_catalog(root)
+    store = SqliteStore(folder / f"bench-{number}.sqlite3")
+    await store.open()
+    engine = Engine(store, SECRET, catalog)
+    try:
+        for message in warmup:
+            await engine.handle(Incoming(message.user, message.text, "bench", message.topic))
+        await engine.sessions.flush()
+        gc.collect()
+        latencies = []
+        by_kind: dict[str, list[float]] = {}
+        outcomes: Counter[str] = Counter()
+        started = time.perf_counter()
+        for message in mix:
+            before = time.perf_counter_ns()
+            outcome = await engine.handle(Incoming(message.user, message.text, "bench", message.topic))
+            latencies.append((time.perf_counter_ns() - before) / 1e6)
+            by_kind.setdefault(message.kind, []).append(latencies[-1])
+            outcomes[_kind(outcome.match.reason if outcome.match else None, outcome.detection is not None)] += 1
+        await engine.aclose()
+        elapsed = time.perf_counter() - started
+    finally:
+        await store.close()
+    matcher = engine.matcher
+    assert matcher is not None
+    core_latencies = []
+    for message in mix:
+        before = time.perf_counter_ns()
+        safety.detect(message.text)
+        matcher.match(message.text)
+        core_latencies.append((time.perf_counter_ns() - before) / 1e6)
+    latencies.sort()
+    core_latencies.sort()
+    return Run(
+        p50_ms=percentile(latencies, 0.50),
+        p99_ms=percentile(latencies, 0.99),
+        max_ms=latencies[-1],
+        messages_per_second=len(mix) / elapsed,
+        core_p50_ms=percentile(core_latencies, 0.50),
+        core_p99_ms=percentile(core_latencies, 0.99),
+        outcomes=dict(sorted(outcomes.items())),
+        p99_ms_by_kind={kind: round(percentile(sorted(values), 0.99), 3) for kind, values in sorted(by_kind.items())},
+    )
+
+
+def benchmark(shipped: Path, factors: list[int], runs: int, messages: int, users: int, progress=print) -> list[Scale]:
+    """Run the mix ``runs`` times on each catalogue size; ``progress`` gets one line per run."""
+    results = []
+    with tempfile.TemporaryDirectory(prefix="unhooked-bench-") as scratch:
+        folder = Path(scratch)
+        for factor in factors:
+            root = scaled_content(shipped, factor, folder) if factor > 1 else shipped
+            started = time.perf_counter()
+            catalog = load_catalog(root)
+            Matcher(catalog.phrases())
+            load_seconds = time.perf_counter() - started
+            mix = message_mix(catalog, messages, users)
+            warmup = [
+                Message(f"warm-{n}", m.text, m.topic, m.kind)
+                for n, m in enumerate(message_mix(catalog, 300, 50, seed=7))
+            ]
+            scale = Scale(
+                factor,
+                len(catalog.intents),
+                sum(len(intent.examples) for intent in catalog.intents.values()),
+                load_seconds,
+                messages,
+                users,
+            )
+            for number in range(runs):
+                run = asyncio.run(_one_run(root, mix, warmup, folder, factor * 1000 + number))
+                scale.runs.append(run)
+                progress(
+                    f"  x{factor} run {number + 1}/{runs}: p50 {run.p50_ms:.3f} ms, p99 {run.p99_ms:.3f} ms,"
+                    f" {run.messages_per_second:.0f} msg/s"
+                )
+            results.append(scale)
+    return results

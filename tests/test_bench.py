@@ -1,0 +1,60 @@
+"""The benchmark keeps working (it is not a timed test: it only has to run and report), and its synthetic
+content is valid, deterministic and as large as asked."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.synthetic import message_mix, scaled_content
+from bot.content import load_catalog, read_content
+from tests.conftest import REPO
+
+
+def test_synthetic_content_is_valid_deterministic_and_scaled(tmp_path: Path) -> None:
+    shipped = load_catalog(REPO)
+    root = scaled_content(REPO, 3, tmp_path / "a")
+    catalog, problems = read_content(root)
+    assert problems == [] and catalog is not None
+    assert len(catalog.intents) == 3 * len(shipped.intents)
+    again = scaled_content(REPO, 3, tmp_path / "b")
+    assert [p.read_text() for p in sorted((root / "intents").glob("*.yml"))] == [
+        p.read_text() for p in sorted((again / "intents").glob("*.yml"))
+    ]
+
+
+def test_the_message_mix_has_every_kind_and_is_repeatable() -> None:
+    catalog = load_catalog(REPO)
+    mix = message_mix(catalog, 2000, 100)
+    assert mix == message_mix(catalog, 2000, 100)
+    assert {m.kind for m in mix} == {"question", "button", "fallback", "crisis", "long"}
+    assert len({m.user for m in mix}) > 50
+
+
+def test_the_engine_benchmark_runs_and_reports_json() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "engine", "--scales", "1,2", "--runs", "2", "--messages", "60", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    report = json.loads(result.stdout)
+    assert {"cpu", "cores", "python", "date"} <= set(report["machine"])
+    first = report["results"][0]
+    assert [row["factor"] for row in report["results"]] == [1, 2]
+    assert first["runs"] == 2 and first["best"]["p99_ms"] <= first["median"]["p99_ms"]
+    assert first["target_p99_ms"] == 2.0 and isinstance(first["target_met"], bool)
+    assert sum(first["outcomes"].values()) == 60
+    assert "x1 run 2/2" in result.stderr
+
+
+def test_bench_help_has_an_example() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "engine", "--help"], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert "python -m bench engine" in result.stdout
