@@ -38,9 +38,11 @@ from an index of content words that skips words too common to tell intents apart
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -81,10 +83,14 @@ _SUFFIXES = ("ingly", "edly", "ness", "ment", "ings", "ing", "ies", "ied", "ed",
 _BRITISH = (("ising", "izing"), ("ised", "ized"), ("ise", "ize"), ("our", "or"))
 _SENTENCE = re.compile(r"[.!?;\n]+")
 
-MAX_PIECES = 6
+MAX_PIECES = 2
 """At most this many sentences of a long message are compared one by one (the last ones)."""
-MIN_SCORE = 30.0
-"""Similarity scores below this are not considered at all."""
+MAX_SCAN = 2000
+"""Up to this many examples are scanned whole for similarity; beyond it, those sharing the most words."""
+MAX_CANDIDATES = 300
+"""Containment and overlap look at about this many examples per piece, found through its rarest words first."""
+MIN_SCORE = 45.0
+"""Similarity scores below this are not considered at all (rapidfuzz then skips most examples by length alone)."""
 MIN_CONTAIN_WORDS = 3
 """A piece needs this many words before containment is tried."""
 MIN_CONTENT = 2
@@ -137,6 +143,7 @@ def stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
+@functools.lru_cache(maxsize=65536)
 def canonical(word: str) -> str:
     """One content word as the matcher compares it: irregular forms, synonyms, spelling and suffix folded."""
     word = _CANONICAL.get(word, word)
@@ -158,6 +165,20 @@ def pieces_of(text: str) -> list[str]:
     return sentences[-MAX_PIECES:] if len(sentences) > 1 else []
 
 
+def _postings(index: dict[str, list[int]], words: Iterable[str], budget: int) -> set[int]:
+    """Examples with any of ``words``, rarest words first, until about ``budget`` examples are found.
+
+    The rarest words tell the most: an example that shares only common words with a piece cannot
+    score well, so on a large catalogue the common words' long lists are not read at all.
+    """
+    found: set[int] = set()
+    for word in sorted(words, key=lambda word: len(index.get(word, ()))):
+        found.update(index.get(word, ()))
+        if len(found) >= budget:
+            break
+    return found
+
+
 def _content(tokens: Iterable[str]) -> frozenset[str]:
     return frozenset(token for token in tokens if token not in STOPWORDS)
 
@@ -173,8 +194,8 @@ class Matcher:
         self._sorted: list[str] = []
         self._content: list[frozenset[str]] = []
         self._whole_only: set[str] = set()
-        self._keywords: list[tuple[str, str, float]] = []
-        """``(normalised keyword, intent, score)`` in catalogue order."""
+        self._keywords: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
+        """``(normalised keyword, intent, score)`` by the keyword's first word, in catalogue order."""
         for phrases in intents:
             if phrases.whole_only:
                 self._whole_only.add(phrases.intent)
@@ -184,13 +205,25 @@ class Matcher:
                 tokens = tokens_of(keyword)
                 if tokens:
                     score = self.settings.keyword_score if len(tokens) > 1 else self.settings.word_keyword_score
-                    self._keywords.append((" ".join(tokens), phrases.intent, score))
+                    self._keywords[tokens[0]].append((" ".join(tokens), phrases.intent, score))
+        self._by_length = sorted(range(len(self._sorted)), key=lambda position: len(self._sorted[position]))
+        self._lengths = [len(self._sorted[position]) for position in self._by_length]
+        self._in_length_order = [self._sorted[position] for position in self._by_length]
         self._weight = self._weights()
+        self._mass = [sum(self._weight[token] for token in content) for content in self._content]
+        most = max(Counter(self._owner).values(), default=0)
+        self._keep = 2 * most + 1
+        """Enough best examples to hold the best example of each of the three best intents."""
         self._vocabulary = sorted(self._weight)
         self._known = frozenset(self._vocabulary)
         self._index: dict[str, list[int]] = defaultdict(list)
+        """Telling content word -> examples with it, for containment and overlap (not small talk)."""
+        self._by_word: dict[str, list[int]] = defaultdict(list)
+        """Every content word -> examples with it, for similarity on a catalogue too large to scan."""
         telling = self._telling()
         for position, content in enumerate(self._content):
+            for token in content:
+                self._by_word[token].append(position)
             if self._owner[position] not in self._whole_only:
                 for token in content & telling:
                     self._index[token].append(position)
@@ -240,18 +273,24 @@ class Matcher:
 
     def rank(self, text: str) -> list[Candidate]:
         """Every intent that scored, best first, each with the example (or keyword) that scored best."""
+        return self._rank(text, tokens_of(text))
+
+    def _rank(self, text: str, whole: list[str]) -> list[Candidate]:
         best: dict[str, Candidate] = {}
-        whole = self._spell(tokens_of(text))
+        whole = self._spell(whole)
+        pieces = pieces_of(text)
         if whole:
-            self._score(whole, best, whole_message=True)
-        for piece in pieces_of(text):
+            self._score(whole, best, whole_message=True, contained=not pieces)
+        for piece in pieces:
             tokens = self._spell(tokens_of(piece))
             if len(tokens) >= MIN_CONTAIN_WORDS and _content(tokens):
                 self._score(tokens, best, whole_message=False)
         return sorted(best.values(), key=lambda candidate: candidate.score, reverse=True)
 
-    def _score(self, tokens: list[str], best: dict[str, Candidate], *, whole_message: bool) -> None:
-        """Offer every score of one piece of a message to ``best``."""
+    def _score(
+        self, tokens: list[str], best: dict[str, Candidate], *, whole_message: bool, contained: bool = True
+    ) -> None:
+        """Offer every score of one piece of a message to ``best`` (containment and overlap if ``contained``)."""
 
         def offer(intent: str, score: float, example: str) -> None:
             rounded = round(score, 1)
@@ -260,29 +299,57 @@ class Matcher:
                 best[intent] = Candidate(intent, rounded, example)
 
         query = " ".join(sorted(tokens))
-        for _, score, position in process.extract(
-            query, self._sorted, scorer=fuzz.ratio, limit=None, score_cutoff=MIN_SCORE
-        ):
-            if whole_message or self._owner[position] not in self._whole_only:
-                offer(self._owner[position], score, self._raw[position])
+        seen: set[str] = set()
+        for score, position in self._similar(query, tokens):
+            owner = self._owner[position]
+            if owner not in seen and (whole_message or owner not in self._whole_only):
+                seen.add(owner)  # results come best first: the first example of an intent is its best
+                offer(owner, score, self._raw[position])
         content = _content(tokens)
         normal = " ".join(tokens)
-        if len(tokens) >= MIN_CONTAIN_WORDS:
+        if contained and len(tokens) >= MIN_CONTAIN_WORDS:
             self._contained(tokens, content, offer)
         padded = f" {normal} "
-        for keyword, intent, score in self._keywords:
-            if f" {keyword} " in padded:
-                offer(intent, score, f"keyword: {keyword}")
+        for first in dict.fromkeys(tokens):
+            for keyword, intent, score in self._keywords.get(first, ()):
+                if f" {keyword} " in padded:
+                    offer(intent, score, f"keyword: {keyword}")
+
+    def _similar(self, query: str, tokens: list[str]) -> list[tuple[float, int]]:
+        """The best ``(similarity, example)`` pairs, best first.
+
+        ``fuzz.ratio`` is at most ``200 * shorter / (both lengths)``, so only a window of example
+        lengths can reach ``MIN_SCORE``; that window is scanned whole (in C) when it is small. On a
+        catalogue too large for that, only examples sharing a content word with the piece are
+        scored: a similar example without one shared word is rare, and misspelt words were already
+        read as the content's own.
+        """
+        low = bisect.bisect_left(self._lengths, len(query) * MIN_SCORE / (200 - MIN_SCORE))
+        high = bisect.bisect_right(self._lengths, len(query) * (200 - MIN_SCORE) / MIN_SCORE)
+        content = _content(tokens)
+        if high - low <= MAX_SCAN or not content:
+            choices, positions = self._in_length_order[low:high], self._by_length[low:high]
+        else:
+            positions = sorted(_postings(self._by_word, content, MAX_SCAN))
+            choices = [self._sorted[position] for position in positions]
+        found = process.extract(query, choices, scorer=fuzz.ratio, limit=self._keep, score_cutoff=MIN_SCORE)
+        return [(score, positions[index]) for _, score, index in found]
 
     def _contained(self, tokens: list[str], content: frozenset[str], offer: Callable[[str, float, str], None]) -> None:
-        """Containment and overlap scores for the examples that share a telling word with the piece."""
+        """Containment and overlap scores for the examples that share two telling words with the piece.
+
+        Containment needs at least two shared content words by its own rules; overlap with one
+        shared word stays below the threshold unless the rest of both sides is nearly weightless,
+        so the one-word candidates are only looked at for short pieces.
+        """
         normal = " ".join(tokens)
         mass = sum(self._weight.get(token, 0.0) for token in content)
-        for position in {position for token in content for position in self._index.get(token, ())}:
+        least = 1 if len(content) <= MIN_CONTENT else 2
+        for position in _postings(self._index, content, MAX_CANDIDATES):
             example = self._content[position]
-            if len(example) < MIN_CONTENT:
-                continue
             shared = content & example
+            if len(shared) < least or len(example) < MIN_CONTENT:
+                continue
             coverage = len(shared) / len(example)
             if coverage >= MIN_CONTAIN_COVERAGE:
                 offer(
@@ -292,16 +359,21 @@ class Matcher:
                 )
             if len(content) >= MIN_CONTENT and mass:
                 weight = sum(self._weight[token] for token in shared)
-                recall = weight / sum(self._weight[token] for token in example)
+                recall = weight / self._mass[position]
                 precision = weight / mass
-                overlap = 2 * precision * recall / (precision + recall)
-                offer(self._owner[position], OVERLAP_SCALE * overlap, self._raw[position])
+                if weight:
+                    offer(
+                        self._owner[position],
+                        OVERLAP_SCALE * 2 * precision * recall / (precision + recall),
+                        self._raw[position],
+                    )
 
     def match(self, text: str) -> Match:
         """Return the best intent for ``text``, or no intent with the reason."""
-        if not for_matching(text):
+        tokens = tokens_of(text)
+        if not tokens:
             return Match(intent=None, score=0.0, reason="empty")
-        return self.decide(self.rank(text))
+        return self.decide(self._rank(text, tokens))
 
     def decide(self, ranked: list[Candidate]) -> Match:
         """Apply the threshold and the ambiguity margin to ranked candidates."""
