@@ -41,9 +41,10 @@ from __future__ import annotations
 import bisect
 import functools
 import math
+import operator
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rapidfuzz import fuzz, process
@@ -80,6 +81,7 @@ IRREGULAR = {
 """Irregular verb forms, folded to the form the stemmer gives the regular ones."""
 _CANONICAL = {**{word: group.split()[0] for group in SYNONYM_GROUPS for word in group.split()}, **IRREGULAR}
 _SUFFIXES = ("ingly", "edly", "ness", "ment", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s")
+_NOTHING = (-1.0, "")
 _BRITISH = (("ising", "izing"), ("ised", "ized"), ("ise", "ize"), ("our", "or"))
 _SENTENCE = re.compile(r"[.!?;\n]+")
 
@@ -87,7 +89,7 @@ MAX_PIECES = 2
 """At most this many sentences of a long message are compared one by one (the last ones)."""
 MAX_SCAN = 2000
 """Up to this many examples are scanned whole for similarity; beyond it, those sharing the most words."""
-MAX_CANDIDATES = 300
+MAX_CANDIDATES = 200
 """Containment and overlap look at about this many examples per piece, found through its rarest words first."""
 MIN_SCORE = 45.0
 """Similarity scores below this are not considered at all (rapidfuzz then skips most examples by length alone)."""
@@ -166,17 +168,26 @@ def pieces_of(text: str) -> list[str]:
 
 
 def _postings(index: dict[str, list[int]], words: Iterable[str], budget: int) -> set[int]:
-    """Examples with any of ``words``, rarest words first, until about ``budget`` examples are found.
+    """Examples with any of ``words``, rarest words first, while they stay within ``budget``.
 
     The rarest words tell the most: an example that shares only common words with a piece cannot
-    score well, so on a large catalogue the common words' long lists are not read at all.
+    score well, so on a large catalogue the common words' long lists are not read at all. The
+    rarest word's examples are always read, even past the budget.
     """
     found: set[int] = set()
     for word in sorted(words, key=lambda word: len(index.get(word, ()))):
-        found.update(index.get(word, ()))
-        if len(found) >= budget:
+        examples = index.get(word, ())
+        if found and len(found) + len(examples) > budget:
             break
+        found.update(examples)
     return found
+
+
+def _pick(items: list[str], positions: list[int]) -> list[str]:
+    """``[items[p] for p in positions]``, done in C."""
+    if len(positions) < 2:
+        return [items[position] for position in positions]
+    return list(operator.itemgetter(*positions)(items))
 
 
 def _content(tokens: Iterable[str]) -> frozenset[str]:
@@ -276,7 +287,8 @@ class Matcher:
         return self._rank(text, tokens_of(text))
 
     def _rank(self, text: str, whole: list[str]) -> list[Candidate]:
-        best: dict[str, Candidate] = {}
+        best: dict[str, tuple[float, str]] = {}
+        """Intent -> (best score, the example or keyword behind it)."""
         whole = self._spell(whole)
         pieces = pieces_of(text)
         if whole:
@@ -285,18 +297,17 @@ class Matcher:
             tokens = self._spell(tokens_of(piece))
             if len(tokens) >= MIN_CONTAIN_WORDS and _content(tokens):
                 self._score(tokens, best, whole_message=False)
-        return sorted(best.values(), key=lambda candidate: candidate.score, reverse=True)
+        ranked = [Candidate(intent, round(score, 1), example) for intent, (score, example) in best.items()]
+        return sorted(ranked, key=lambda candidate: candidate.score, reverse=True)
 
     def _score(
-        self, tokens: list[str], best: dict[str, Candidate], *, whole_message: bool, contained: bool = True
+        self, tokens: list[str], best: dict[str, tuple[float, str]], *, whole_message: bool, contained: bool = True
     ) -> None:
-        """Offer every score of one piece of a message to ``best`` (containment and overlap if ``contained``)."""
+        """Keep in ``best`` every intent's best score for one piece (containment and overlap if ``contained``)."""
 
         def offer(intent: str, score: float, example: str) -> None:
-            rounded = round(score, 1)
-            current = best.get(intent)
-            if current is None or rounded > current.score:
-                best[intent] = Candidate(intent, rounded, example)
+            if score > best.get(intent, _NOTHING)[0]:
+                best[intent] = (score, example)
 
         query = " ".join(sorted(tokens))
         seen: set[str] = set()
@@ -305,11 +316,10 @@ class Matcher:
             if owner not in seen and (whole_message or owner not in self._whole_only):
                 seen.add(owner)  # results come best first: the first example of an intent is its best
                 offer(owner, score, self._raw[position])
-        content = _content(tokens)
-        normal = " ".join(tokens)
         if contained and len(tokens) >= MIN_CONTAIN_WORDS:
-            self._contained(tokens, content, offer)
-        padded = f" {normal} "
+            for owner, (score, position) in self._contained(tokens).items():
+                offer(owner, score, self._raw[position])
+        padded = f" {' '.join(tokens)} "
         for first in dict.fromkeys(tokens):
             for keyword, intent, score in self._keywords.get(first, ()):
                 if f" {keyword} " in padded:
@@ -330,43 +340,45 @@ class Matcher:
         if high - low <= MAX_SCAN or not content:
             choices, positions = self._in_length_order[low:high], self._by_length[low:high]
         else:
-            positions = sorted(_postings(self._by_word, content, MAX_SCAN))
-            choices = [self._sorted[position] for position in positions]
+            positions = list(_postings(self._by_word, content, MAX_SCAN))
+            choices = (
+                list(operator.itemgetter(*positions)(self._sorted))
+                if len(positions) > 1
+                else [self._sorted[position] for position in positions]
+            )
         found = process.extract(query, choices, scorer=fuzz.ratio, limit=self._keep, score_cutoff=MIN_SCORE)
         return [(score, positions[index]) for _, score, index in found]
 
-    def _contained(self, tokens: list[str], content: frozenset[str], offer: Callable[[str, float, str], None]) -> None:
-        """Containment and overlap scores for the examples that share two telling words with the piece.
+    def _contained(self, tokens: list[str]) -> dict[str, tuple[float, int]]:
+        """Each intent's best containment or overlap score for a piece, with the example behind it.
 
         Containment needs at least two shared content words by its own rules; overlap with one
         shared word stays below the threshold unless the rest of both sides is nearly weightless,
-        so the one-word candidates are only looked at for short pieces.
+        so the one-word candidates are only looked at for short pieces. A containment score is at
+        most ``100 * coverage``, so it is only computed when that could beat the intent's best.
         """
+        content = _content(tokens)
         normal = " ".join(tokens)
         mass = sum(self._weight.get(token, 0.0) for token in content)
         least = 1 if len(content) <= MIN_CONTENT else 2
+        found: dict[str, tuple[float, int]] = {}
         for position in _postings(self._index, content, MAX_CANDIDATES):
             example = self._content[position]
             shared = content & example
             if len(shared) < least or len(example) < MIN_CONTENT:
                 continue
-            coverage = len(shared) / len(example)
-            if coverage >= MIN_CONTAIN_COVERAGE:
-                offer(
-                    self._owner[position],
-                    fuzz.token_set_ratio(normal, self._normal[position]) * coverage,
-                    self._raw[position],
-                )
+            owner = self._owner[position]
+            score = found.get(owner, _NOTHING)[0]
             if len(content) >= MIN_CONTENT and mass:
                 weight = sum(self._weight[token] for token in shared)
-                recall = weight / self._mass[position]
-                precision = weight / mass
-                if weight:
-                    offer(
-                        self._owner[position],
-                        OVERLAP_SCALE * 2 * precision * recall / (precision + recall),
-                        self._raw[position],
-                    )
+                recall, precision = weight / self._mass[position], weight / mass
+                score = max(score, OVERLAP_SCALE * 2 * precision * recall / (precision + recall))
+            coverage = len(shared) / len(example)
+            if coverage >= MIN_CONTAIN_COVERAGE and 100.0 * coverage > score:
+                score = max(score, fuzz.token_set_ratio(normal, self._normal[position]) * coverage)
+            if score > found.get(owner, _NOTHING)[0]:
+                found[owner] = (score, position)
+        return found
 
     def match(self, text: str) -> Match:
         """Return the best intent for ``text``, or no intent with the reason."""
