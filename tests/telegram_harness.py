@@ -38,9 +38,14 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def settings_for(tmp_path: Path, content_dir: Path = REPO) -> Settings:
+def settings_for(tmp_path: Path, content_dir: Path = REPO, reload_seconds: float = 3.0) -> Settings:
     """Core settings on a fresh SQLite file."""
-    return Settings(db_path=tmp_path / "data" / "bot.sqlite3", content_dir=content_dir, secret="s" * 32)
+    return Settings(
+        db_path=tmp_path / "data" / "bot.sqlite3",
+        content_dir=content_dir,
+        secret="s" * 32,
+        reload_seconds=reload_seconds,
+    )
 
 
 def telegram_for(api: FakeBotApi, **changes: Any) -> TelegramSettings:
@@ -110,6 +115,7 @@ async def telegram_bot(
     webhook: bool = False,
     store: Store | None = None,
     content_dir: Path = REPO,
+    reload_seconds: float = 3.0,
     **changes: Any,
 ) -> AsyncIterator[Running]:
     """Run the bot against ``api`` for the duration of the block, then stop it cleanly."""
@@ -126,7 +132,7 @@ async def telegram_bot(
     ready: asyncio.Future[tuple[TelegramBot, HttpServer | None]] = asyncio.get_running_loop().create_future()
     task = asyncio.create_task(
         run_telegram(
-            settings_for(tmp_path, content_dir),
+            settings_for(tmp_path, content_dir, reload_seconds),
             telegram_for(api, **changes),
             webhook=webhook,
             stop=stop,

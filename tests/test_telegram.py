@@ -270,6 +270,19 @@ async def test_reload_for_admins_reports_what_it_did(api: FakeBotApi, tmp_path: 
         assert answer.text == "Hello. What is on your mind?"
 
 
+async def test_a_broken_edit_is_refused_and_the_operators_are_told(
+    api: FakeBotApi, tmp_path: Path, mini_content
+) -> None:
+    root = mini_content()
+    async with telegram_bot(api, tmp_path, content_dir=root, reload_seconds=0.05) as tg:
+        (root / "intents" / "hello.yml").write_text("id: [broken\n")
+        [alert] = await tg.api.wait_sent(OPERATORS, 1)
+        assert alert.text.startswith("content reload refused (1 errors); the previous content keeps serving:")
+        assert f"{root}/intents/hello.yml:2: error:" in alert.text
+        [answer] = await say(tg, ALICE, "hello there")
+        assert answer.text == "Hello. What is on your mind?"
+
+
 async def test_logs_hold_no_message_text_no_token_and_no_raw_ids(
     api: FakeBotApi, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -33,7 +33,7 @@ from bot.engine import APOLOGY, Engine
 from bot.errors import StoreError
 from bot.escalation import Alerter
 from bot.models import Detection, Escalation, Incoming, Level, ReplyKind, Suggestion
-from bot.reload import reload_content
+from bot.reload import ContentAlert, Reload, reload_content_async
 from bot.sessions import day_of
 
 log = logging.getLogger("unhooked.telegram")
@@ -58,6 +58,8 @@ STATS_FIRST = (
     ("concerns", "concerns"),
 )
 MAX_PROBLEMS_SHOWN = 20
+MAX_ALERT_CHARS = 3500
+"""A refused-reload alert is cut here, well under Telegram's 4096 characters."""
 
 
 @dataclass
@@ -362,7 +364,7 @@ class TelegramBot:
 
     async def on_reload(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Admins: load the content again and report its problems."""
-        result = reload_content(self.engine, self.settings.content_dir)
+        result = await reload_content_async(self.engine, self.settings.content_dir)
         catalog = self.engine.catalog
         if result.applied and catalog is not None:
             lines = [f"Content reloaded: {len(catalog.intents)} intents, {len(catalog.passages)} passages."]
@@ -384,6 +386,18 @@ class TelegramBot:
                 await self.send(update, [plain(APOLOGY)])
             except TelegramError as failure:
                 log.error("could not send the apology either: %s", type(failure).__name__)
+
+
+def telegram_content_alert(application: Application, chat_id: int) -> ContentAlert:
+    """Refused content reloads to the operators' chat, with the ``check`` lines that refused them."""
+
+    async def send_content_alert(result: Reload) -> None:
+        text = result.describe()
+        if len(text) > MAX_ALERT_CHARS:
+            text = text[:MAX_ALERT_CHARS].rsplit("\n", 1)[0] + "\n... (run `python -m bot check` for the rest)"
+        await application.bot.send_message(chat_id, plain(text).html, rate_limit_args=ALERT)
+
+    return send_content_alert
 
 
 def telegram_alerter(application: Application, chat_id: int) -> Alerter:

@@ -12,7 +12,7 @@ from telegram.constants import ParseMode
 from telegram.error import InvalidToken
 from telegram.ext import Application, Defaults
 
-from bot.adapters.telegram import COMMANDS, TelegramBot, telegram_alerter
+from bot.adapters.telegram import COMMANDS, TelegramBot, telegram_alerter, telegram_content_alert
 from bot.adapters.telegram_intake import ALLOWED_UPDATES, Intake, Journal, Lanes, poll, until_stopped
 from bot.adapters.telegram_send import Sender
 from bot.adapters.telegram_webhook import HttpServer, WebhookHandler
@@ -95,7 +95,9 @@ async def run_telegram(
     stop = stop or asyncio.Event()
     sender = Sender(telegram.sends_per_second, max_delay=telegram.retry_max_delay)
     application = build_application(telegram, sender)
-    alerter = telegram_alerter(application, telegram.operator_chat_id) if telegram.operator_chat_id else None
+    operators = telegram.operator_chat_id
+    alerter = telegram_alerter(application, operators) if operators else None
+    content_alert = telegram_content_alert(application, operators) if operators else None
     try:
         if await until_stopped(stop, application.initialize()):
             return 0
@@ -104,7 +106,7 @@ async def run_telegram(
             "Telegram refused TELEGRAM_BOT_TOKEN; check it against the token @BotFather gave you"
         ) from None
     try:
-        async with running_engine(settings, store, alerter) as engine:
+        async with running_engine(settings, store, alerter, content_alert) as engine:
             journal = Journal(engine.sessions.store)
             bot = TelegramBot(engine, settings, telegram, application, journal)
             intake = Intake(journal, Lanes(bot.handle, telegram.max_concurrent_chats))
