@@ -60,13 +60,14 @@ STOPWORDS = frozenset(
 
 SYNONYM_GROUPS = (
     "kind sweet nice loving lovely caring gentle affectionate warm tender",
-    "cruel mean nasty horrible awful terrible vicious harsh",
+    "cruel nasty horrible awful terrible vicious harsh",
     "sad gutted heartbroken devastated crushed miserable",
-    "relieved relief lighter peaceful calm",
+    "relieved relief lighter peaceful",
     "ashamed embarrassed humiliated mortified shame",
     "stupid idiot naive dumb foolish gullible",
     "intense electric passionate euphoric",
     "boring dull flat bland",
+    "amazing incredible wonderful fantastic unbelievable magical",
     "cry crying cried sobbing sob tears",
 )
 """Words people use for the same idea; each group folds to its first word."""
