@@ -76,7 +76,12 @@ IRREGULAR = {
     "felt": "feel", "feeling": "feel", "feelings": "feel", "got": "get", "gotten": "get", "saw": "see",
     "seen": "see", "thought": "think", "told": "tell", "said": "say", "kept": "keep", "broke": "break",
     "broken": "break", "made": "make", "knew": "know", "known": "know", "came": "come", "gave": "give",
-    "took": "take", "taken": "take",
+    "took": "take", "taken": "take", "fell": "fall", "fallen": "fall", "lost": "lose", "fought": "fight",
+    "slept": "sleep", "sent": "send", "spent": "spend", "met": "meet", "spoke": "speak", "spoken": "speak",
+    "meant": "mean", "held": "hold", "swore": "swear", "sworn": "swear", "wrote": "write", "written": "write",
+    "understood": "understand", "chose": "choose", "chosen": "choose", "forgave": "forgive", "forgiven": "forgive",
+    "lied": "lie", "lying": "lie", "lies": "lie", "woke": "wake", "caught": "catch", "hid": "hide", "hidden": "hide",
+    "began": "begin", "begun": "begin", "grew": "grow", "grown": "grow",
 }  # fmt: skip
 """Irregular verb forms, folded to the form the stemmer gives the regular ones."""
 _CANONICAL = {**{word: group.split()[0] for group in SYNONYM_GROUPS for word in group.split()}, **IRREGULAR}
