@@ -61,13 +61,14 @@ STOPWORDS = frozenset(
 
 SYNONYM_GROUPS = (
     "kind sweet nice loving lovely caring gentle affectionate warm tender",
-    "cruel mean nasty horrible awful terrible vicious harsh",
+    "cruel nasty horrible awful terrible vicious harsh",
     "sad gutted heartbroken devastated crushed miserable",
-    "relieved relief lighter peaceful calm",
+    "relieved relief lighter peaceful",
     "ashamed embarrassed humiliated mortified shame",
     "stupid idiot naive dumb foolish gullible",
     "intense electric passionate euphoric",
     "boring dull flat bland",
+    "amazing incredible wonderful fantastic unbelievable magical",
     "cry crying cried sobbing sob tears",
 )
 """Words people use for the same idea; each group folds to its first word."""
@@ -76,7 +77,12 @@ IRREGULAR = {
     "felt": "feel", "feeling": "feel", "feelings": "feel", "got": "get", "gotten": "get", "saw": "see",
     "seen": "see", "thought": "think", "told": "tell", "said": "say", "kept": "keep", "broke": "break",
     "broken": "break", "made": "make", "knew": "know", "known": "know", "came": "come", "gave": "give",
-    "took": "take", "taken": "take",
+    "took": "take", "taken": "take", "fell": "fall", "fallen": "fall", "lost": "lose", "fought": "fight",
+    "slept": "sleep", "sent": "send", "spent": "spend", "met": "meet", "spoke": "speak", "spoken": "speak",
+    "meant": "mean", "held": "hold", "swore": "swear", "sworn": "swear", "wrote": "write", "written": "write",
+    "understood": "understand", "chose": "choose", "chosen": "choose", "forgave": "forgive", "forgiven": "forgive",
+    "lied": "lie", "lying": "lie", "lies": "lie", "woke": "wake", "caught": "catch", "hid": "hide", "hidden": "hide",
+    "began": "begin", "begun": "begin", "grew": "grow", "grown": "grow",
 }  # fmt: skip
 """Irregular verb forms, folded to the form the stemmer gives the regular ones."""
 _CANONICAL = {**{word: group.split()[0] for group in SYNONYM_GROUPS for word in group.split()}, **IRREGULAR}
