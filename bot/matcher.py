@@ -109,6 +109,8 @@ OVERLAP_SCALE = 90.0
 """The overlap score of a perfect overlap; below a full match, above the usual threshold."""
 SPELL_CUTOFF = 84.0
 """How close (``fuzz.ratio``) an unknown word must be to a content word to be read as it."""
+NEGATING_PREFIXES = ("in", "un", "dis", "non", "im", "ir", "il")
+"""A word is never read as itself with one of these in front, or without it: that flips its meaning."""
 COMMON_SHARE = 0.5
 """A word used by more than this share of intents finds no candidates on its own (it still counts in scores)."""
 
@@ -187,6 +189,12 @@ def _postings(index: dict[str, list[int]], words: Iterable[str], budget: int) ->
             break
         found.update(examples)
     return found
+
+
+def _negates(word: str, other: str) -> bool:
+    """Whether one word is the other with a negating prefix ("consistent", "inconsistent"): never a typo fix."""
+    longer, shorter = (word, other) if len(word) > len(other) else (other, word)
+    return any(longer == prefix + shorter for prefix in NEGATING_PREFIXES)
 
 
 def _pick(items: list[str], positions: list[int]) -> list[str]:
@@ -284,7 +292,7 @@ class Matcher:
                 if len(self._spelled) > 10_000:
                     self._spelled.clear()
                 hit = process.extractOne(token, self._vocabulary, scorer=fuzz.ratio, score_cutoff=SPELL_CUTOFF)
-                self._spelled[token] = hit[0] if hit else token
+                self._spelled[token] = hit[0] if hit and not _negates(token, hit[0]) else token
             fixed.append(self._spelled[token])
         return fixed
 

@@ -155,3 +155,9 @@ def test_a_single_word_keyword_counts_less_than_a_phrase() -> None:
     settings = MatcherSettings()
     assert matcher.match("it was like a slot machine").score == settings.keyword_score
     assert matcher.match("it was the dopamine").score == settings.word_keyword_score < settings.keyword_score
+
+
+def test_a_word_is_never_read_as_its_opposite() -> None:
+    matcher = Matcher([IntentPhrases("a", ("his love was so inconsistent",)), IntentPhrases("b", ("hello there",))])
+    assert "consistent" in tokens_of("consistent love")
+    assert matcher._spell(tokens_of("consistent love")) == tokens_of("consistent love")
