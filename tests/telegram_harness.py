@@ -119,7 +119,7 @@ async def telegram_bot(
         changes = {
             "webhook_url": f"http://127.0.0.1:{port}/telegram",
             "webhook_secret": WEBHOOK_SECRET,
-            "webhook_port": port,
+            "http_port": port,
             **changes,
         }
     stop = asyncio.Event()

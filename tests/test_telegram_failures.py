@@ -127,7 +127,7 @@ async def _refuse(self: DownStore, *args: object, **kwargs: object) -> None:
 
 for _name in (
     "load_session", "save_sessions", "forget", "add_counts", "counts", "record_escalations", "escalations",
-    "acknowledge", "mark_alerted", "unalerted", "record_updates", "answer_update", "unanswered_updates",
+    "acknowledge", "mark_alerted", "unalerted", "record_updates", "answer_updates", "unanswered_updates",
     "purge_updates", "message_ids", "drop_message_ids", "purge_message_ids", "tell_group_once",
 ):  # fmt: skip
     setattr(DownStore, _name, _refuse)

@@ -26,6 +26,7 @@ from bot.adapters.telegram_format import (
     render,
     topic_buttons,
 )
+from bot.adapters.telegram_health import TelegramMetrics
 from bot.adapters.telegram_intake import STORE_TIMEOUT, Journal
 from bot.adapters.telegram_send import ALERT, CRISIS, Send
 from bot.config import Settings, TelegramSettings
@@ -82,6 +83,7 @@ class TelegramBot:
         journal: Journal,
         *,
         clock: Callable[[], float] = time.time,
+        metrics: TelegramMetrics | None = None,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -92,7 +94,9 @@ class TelegramBot:
         self._turns: dict[int, Turn] = {}
         self._told_groups: set[str] = set()
         self.answered = 0
-        """Updates answered since start (for tests and later metrics)."""
+        """Updates answered since start."""
+        self.telegram_metrics = metrics
+        """The adapter's own metrics (blocked people), beside the engine's."""
         self.install()
 
     def key(self, telegram_id: int) -> str:
@@ -140,11 +144,16 @@ class TelegramBot:
             await self.application.process_update(update)
         finally:
             del self._turns[update.update_id]
-        await self.journal.answered(update, turn.chat_key, turn.message_ids)
+        self.journal.answered(update, turn.chat_key, turn.message_ids)
         self.answered += 1
 
-    async def send(self, update: Update, messages: Sequence[Outgoing], how: Send | None = None) -> None:
-        """Send to the update's chat in order; stop if the person blocked the bot, skip what Telegram refuses."""
+    async def send(
+        self, update: Update, messages: Sequence[Outgoing], how: Send | None = None, kind: str = "command"
+    ) -> None:
+        """Send to the update's chat in order; stop if the person blocked the bot, skip what Telegram refuses.
+
+        ``kind`` labels the messages in ``unhooked_replies_sent_total``: a reply's kind, or ``command``.
+        """
         chat_id = update.effective_chat.id
         turn = self._turns.get(update.update_id)
         for message in messages:
@@ -160,6 +169,7 @@ class TelegramBot:
             except BadRequest as error:
                 log.error("Telegram refused a message to %s: %s", self.key(chat_id)[:8], error)
                 continue
+            self.engine.metrics.replies.inc(kind)
             if turn is not None and turn.chat_key is not None:
                 turn.message_ids.append(done.message_id)
 
@@ -167,13 +177,16 @@ class TelegramBot:
         if turn is not None:
             turn.blocked = True
         self.engine.sessions.count("blocked", self._clock())
+        if self.telegram_metrics is not None:
+            self.telegram_metrics.blocked.inc()
         log.info("%s has blocked the bot; not retrying", self.key(chat_id)[:8])
 
     async def answer(self, update: Update, incoming: Incoming) -> None:
         """Run a message through the engine (crisis screen first) and send its replies."""
         outcome = await self.engine.handle(incoming)
         for reply in outcome.replies:
-            await self.send(update, render(reply), CRISIS if reply.kind is ReplyKind.CRISIS else None)
+            how = CRISIS if reply.kind is ReplyKind.CRISIS else None
+            await self.send(update, render(reply), how, reply.kind.value)
 
     def _incoming(self, update: Update, text: str, topic: str | None = None) -> Incoming:
         return Incoming(str(update.effective_user.id), text, CHANNEL, topic=topic)
@@ -221,7 +234,7 @@ class TelegramBot:
         if detection is not None and detection.level.rank >= Level.CRISIS.rank:
             # The crisis screen outranks the silence. The engine's crisis reply would speak to one person
             # in front of others, so the group gets the neutral resources card; nothing is stored.
-            await self.send(update, [plain(texts.CRISIS)], CRISIS)
+            await self.send(update, [plain(texts.CRISIS)], CRISIS, ReplyKind.CRISIS.value)
             return
         if update.edited_message is not None:
             return
@@ -381,7 +394,7 @@ class TelegramBot:
         log.error("update %s: %s in a handler\n%s", update_id, type(error).__name__, frames.rstrip())
         if isinstance(update, Update) and update.effective_chat and update.effective_chat.type == ChatType.PRIVATE:
             try:
-                await self.send(update, [plain(APOLOGY)])
+                await self.send(update, [plain(APOLOGY)], kind=ReplyKind.NOTICE.value)
             except TelegramError as failure:
                 log.error("could not send the apology either: %s", type(failure).__name__)
 

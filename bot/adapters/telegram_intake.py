@@ -19,13 +19,20 @@ import logging
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from telegram import Bot, Update
 from telegram.error import InvalidToken, RetryAfter, TelegramError
 
 from bot.adapters.telegram_send import backoff, seconds
 from bot.errors import StoreError
-from bot.store import Store
+from bot.health import STORE, Faults, describe
+from bot.metrics import Metrics
+from bot.sessions import write_behind
+from bot.store import Answered, Store
+
+if TYPE_CHECKING:
+    from bot.adapters.telegram_health import TelegramMetrics
 
 log = logging.getLogger("unhooked.telegram.intake")
 
@@ -42,6 +49,8 @@ RECENT_IDS = 10_000
 """Update ids remembered in memory, to deduplicate even while the store is down."""
 MAX_PENDING = 1_000
 """Updates waiting to be answered before polling pauses to let the bot catch up."""
+MARK_RETRY_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+"""Back-off between failed writes of answered marks; the last one repeats while the store stays down."""
 
 
 def lane_of(update: Update) -> int:
@@ -58,12 +67,36 @@ class Journal:
     say nothing about anyone. So ``/forget`` has nothing to delete here: that person's earlier updates are
     already answered (a chat's updates are answered in order), and the ``/forget`` update's own text goes
     the moment it is answered, like every other.
+
+    Answered marks are written in batches (group commit): ``answered`` queues the mark and returns, and one
+    writer task writes every mark queued meanwhile in one transaction, then the next batch. Under load that
+    is one commit for many updates instead of one each; when the bot is quiet a mark is written at once.
+    The price is the window a crash can hit between a reply reaching Telegram and its mark reaching the disk
+    (``pending_marks`` updates wide, usually a few): those updates are answered again at the next start.
     """
 
-    def __init__(self, store: Store, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Callable[[], float] = time.time,
+        *,
+        metrics: Metrics | None = None,
+        faults: Faults | None = None,
+    ) -> None:
         self.store = store
         self._clock = clock
+        self.metrics = metrics or Metrics()
+        self.faults = faults or Faults()
         self._recent: OrderedDict[int, None] = OrderedDict()
+        self._marks: list[Answered] = []
+        self._marking = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._writer: asyncio.Task[None] | None = None
+
+    @property
+    def pending_marks(self) -> int:
+        """Answered updates whose mark is not written yet."""
+        return len(self._marks)
 
     def _seen(self, update_id: int) -> bool:
         if update_id in self._recent:
@@ -83,17 +116,61 @@ class Journal:
             async with asyncio.timeout(STORE_TIMEOUT):
                 fresh = set(await self.store.record_updates(rows, self._clock()))
         except (StoreError, TimeoutError) as error:
+            self._failed("journal_write", "update journal", error)
             log.error("could not journal %d updates (%s); answering them unguarded", len(new), type(error).__name__)
             return new
+        self.faults.clear(STORE, "update journal")
         return [update for update in new if update.update_id in fresh]
 
-    async def answered(self, update: Update, chat_key: str | None, message_ids: Sequence[int]) -> None:
-        """Cross an update off (its text goes) and keep the chat's message ids for /erase."""
+    def _failed(self, operation: str, source: str, error: BaseException) -> None:
+        self.metrics.store_errors.inc(operation)
+        self.faults.fail(STORE, source, describe(error))
+
+    def answered(self, update: Update, chat_key: str | None, message_ids: Sequence[int]) -> None:
+        """Queue the mark that crosses an update off (its text goes) and keeps the chat's message ids for /erase."""
+        self._marks.append(Answered(update.update_id, chat_key, tuple(message_ids)))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._write_forever(), name="journal-marks")
+        self._wake.set()
+
+    async def flush(self) -> None:
+        """Write every queued mark now, after a batch under way; raises ``StoreError`` or ``TimeoutError``."""
+        async with self._marking:
+            if not self._marks:
+                return
+            batch, self._marks = self._marks, []
+            try:
+                async with asyncio.timeout(STORE_TIMEOUT):
+                    await self.store.answer_updates(batch, self._clock())
+            except BaseException:
+                self._marks[:0] = batch  # written again with the next batch; marking twice is harmless
+                raise
+
+    async def _write_forever(self) -> None:
+        await write_behind(
+            self._wake, self.flush, self._marks_failed, self._marks_written, retry_delays=MARK_RETRY_DELAYS
+        )
+
+    def _marks_failed(self, error: Exception, pause: float) -> None:
+        self._failed("journal_mark", "update journal", error)
+        log.error(
+            "could not mark %d updates answered (%s); retrying in %ss", len(self._marks), type(error).__name__, pause
+        )
+
+    def _marks_written(self) -> None:
+        self.faults.clear(STORE, "update journal")
+
+    async def aclose(self) -> None:
+        """Write the queued marks (after a batch under way), then stop the writer."""
         try:
-            async with asyncio.timeout(STORE_TIMEOUT):
-                await self.store.answer_update(update.update_id, self._clock(), chat_key, message_ids)
+            await self.flush()
         except (StoreError, TimeoutError) as error:
-            log.error("could not mark update %d answered (%s)", update.update_id, type(error).__name__)
+            log.error("could not mark %d answered updates at shutdown (%s)", len(self._marks), type(error).__name__)
+        if self._writer is not None:
+            self._writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._writer
+            self._writer = None
 
     async def unanswered(self, bot: Bot) -> list[Update]:
         """Updates journalled by an earlier run and never answered, oldest first."""
@@ -110,7 +187,7 @@ class Journal:
             except (ValueError, TypeError, KeyError) as error:
                 log.error("journalled update %d is unreadable (%s); dropped", update_id, type(error).__name__)
                 with contextlib.suppress(StoreError):
-                    await self.store.answer_update(update_id, self._clock())
+                    await self.store.answer_updates([Answered(update_id)], self._clock())
         return found
 
     async def purge(self) -> None:
@@ -135,12 +212,19 @@ class Journal:
 class Lanes:
     """One lane per chat: a chat's updates one at a time, in order; different chats at once, up to ``limit``."""
 
-    def __init__(self, handle: Callable[[Update], Awaitable[None]], limit: int) -> None:
+    def __init__(
+        self,
+        handle: Callable[[Update], Awaitable[None]],
+        limit: int,
+        on_answered: Callable[[float], None] | None = None,
+    ) -> None:
         self._handle = handle
         self._slots = asyncio.Semaphore(limit)
-        self._lanes: dict[int, deque[Update]] = {}
+        self._lanes: dict[int, deque[tuple[Update, float]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._changed = asyncio.Condition()
+        self._on_answered = on_answered
+        """Told the seconds from each update's arrival to its answer (the latency histogram)."""
         self.pending = 0
         """Updates submitted and not yet answered."""
 
@@ -150,9 +234,9 @@ class Lanes:
         key = lane_of(update)
         lane = self._lanes.get(key)
         if lane is not None:
-            lane.append(update)
+            lane.append((update, time.perf_counter()))
             return
-        self._lanes[key] = deque([update])
+        self._lanes[key] = deque([(update, time.perf_counter())])
         task = asyncio.create_task(self._run(key), name="telegram-lane")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -161,11 +245,15 @@ class Lanes:
         lane = self._lanes[key]
         try:
             while lane:
+                update, arrived = lane[0]
                 async with self._slots:
                     try:
-                        await self._handle(lane[0])
+                        await self._handle(update)
                     except Exception:
                         log.exception("an update could not be handled")
+                    else:
+                        if self._on_answered is not None:
+                            self._on_answered(time.perf_counter() - arrived)
                 lane.popleft()
                 self.pending -= 1
                 async with self._changed:
@@ -194,14 +282,18 @@ class Lanes:
 class Intake:
     """Where updates arrive, from polling or the webhook: journalled, deduplicated, queued per chat."""
 
-    def __init__(self, journal: Journal, lanes: Lanes) -> None:
+    def __init__(self, journal: Journal, lanes: Lanes, metrics: TelegramMetrics | None = None) -> None:
         self.journal = journal
         self.lanes = lanes
+        self.metrics = metrics
 
     async def receive(self, updates: Sequence[Update]) -> None:
         """Journal the batch durably, then queue the updates that still need an answer."""
-        for update in await self.journal.admit(updates):
+        admitted = await self.journal.admit(updates)
+        for update in admitted:
             self.lanes.submit(update)
+        if self.metrics is not None:
+            self.metrics.updates.inc(amount=len(admitted))
 
     async def replay(self, bot: Bot) -> int:
         """Queue what an earlier run journalled and never answered (a crash); return how many."""
@@ -232,7 +324,15 @@ async def until_stopped(stop: asyncio.Event, work: Awaitable[object] | None = No
     return True
 
 
-async def poll(bot: Bot, intake: Intake, stop: asyncio.Event, *, timeout: float, max_delay: float) -> None:
+async def poll(
+    bot: Bot,
+    intake: Intake,
+    stop: asyncio.Event,
+    *,
+    timeout: float,
+    max_delay: float,
+    metrics: TelegramMetrics | None = None,
+) -> None:
     """Long-poll Telegram until ``stop`` is set; a batch is journalled before the next request confirms it."""
     offset: int | None = None
     failures = 0
@@ -247,16 +347,20 @@ async def poll(bot: Bot, intake: Intake, stop: asyncio.Event, *, timeout: float,
                 break  # not confirmed, so Telegram sends these again next time
             updates = fetch.result()
         except RetryAfter as error:
+            _polling_failed(metrics, error)
             delay = seconds(error.retry_after)
             log.warning("Telegram asked polling to wait %.1fs", delay)
         except InvalidToken:
             raise
         except TelegramError as error:  # 5xx, network errors, Conflict: retried, polling never gives up
+            _polling_failed(metrics, error)
             failures += 1
             delay = backoff(failures, max_delay)
             log.warning("getUpdates failed (%s); retry %d in %.1fs", type(error).__name__, failures, delay)
         else:
             failures = 0
+            if metrics is not None:
+                metrics.worked("polling")
             if updates:
                 await intake.receive(updates)
                 offset = updates[-1].update_id + 1
@@ -265,6 +369,11 @@ async def poll(bot: Bot, intake: Intake, stop: asyncio.Event, *, timeout: float,
             break
     if offset is not None:
         await _confirm(bot, offset)
+
+
+def _polling_failed(metrics: TelegramMetrics | None, error: TelegramError) -> None:
+    if metrics is not None:
+        metrics.failed("getUpdates", error, source="polling")
 
 
 async def _confirm(bot: Bot, offset: int) -> None:
