@@ -73,7 +73,7 @@ class Escalator:
                 await self.store.record_escalations([escalation])
         except (StoreError, TimeoutError) as error:
             self.metrics.store_errors.inc("escalation_record")
-            self.faults.fail(STORE, "escalation records", describe(error))
+            self.faults.fail(STORE, "escalation records", describe(error, RECORD_TIMEOUT))
             self._spool(escalation, error)
         else:
             self.metrics.escalations_stored.inc("database")
@@ -130,9 +130,22 @@ class Escalator:
             await self.deliver(escalation)
         return len(owed)
 
+    async def replay_spool(self) -> int:
+        """Move spooled escalations into the database once it takes writes again; return how many moved."""
+        if self.spool is None or not self.spool.waiting():
+            return 0
+        try:
+            moved = await self.spool.replay(self.store)
+        except (StoreError, OSError) as error:
+            log.warning("the spooled escalations stay in %s for now: %s", self.spool.path, error)
+            return 0
+        self.faults.clear(STORE, "escalation records")
+        return moved
+
     async def retry_forever(self, every: float = RETRY_EVERY) -> None:
-        """Deliver owed alerts every ``every`` seconds until cancelled."""
+        """Every ``every`` seconds until cancelled: replay the spool into the database, deliver owed alerts."""
         while True:
+            await self.replay_spool()
             await self.deliver_owed()
             await asyncio.sleep(every)
 

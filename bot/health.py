@@ -24,11 +24,13 @@ PING_TIMEOUT = 1.0
 MAX_DETAIL_CHARS = 300
 
 
-def describe(error: BaseException) -> str:
-    """An error for health and logs: its kind, and its message if it has one.
+def describe(error: BaseException, waited: float | None = None) -> str:
+    """An error for health and logs: its kind, and its message if it has one (``waited``: a timeout's length).
 
     Only for errors whose messages name no one: the store's (a path and SQLite's words), the network's.
     """
+    if isinstance(error, TimeoutError) and waited is not None:
+        return f"no answer within {waited:g} s (is the database locked by another process, or very slow?)"
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 

@@ -49,7 +49,11 @@ def engine_health(engine: Engine, grace: dict[str, float] | None = None) -> Heal
             return {"ok": False, "problems": ["no content is loaded: only crisis replies and notices go out"]}
         return {"ok": True, "intents": len(catalog.intents), "passages": len(catalog.passages)}
 
-    return Health(engine.faults, ping=lambda: engine.sessions.store.ping(), content=content, grace=grace)
+    async def ping() -> None:
+        await engine.sessions.store.ping()
+        engine.faults.clear(STORE, "session reads")  # a read just worked
+
+    return Health(engine.faults, ping=ping, content=content, grace=grace)
 
 
 @asynccontextmanager
@@ -80,7 +84,7 @@ async def running_engine(
     store = await _open(store or open_store(settings.db_path), spool, faults)
     escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults)
     engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts)
-    retry = asyncio.create_task(escalator.retry_forever(), name="alert-retry") if alerter else None
+    retry = asyncio.create_task(escalator.retry_forever(), name="escalation-retry")
     watcher = None
     if settings.reload_seconds > 0:
         watcher = ContentWatcher(
@@ -92,9 +96,8 @@ async def running_engine(
     finally:
         if watcher is not None:
             await watcher.aclose()
-        if retry is not None:
-            retry.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await retry
+        retry.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await retry
         await engine.aclose()
         await store.close()

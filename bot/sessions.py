@@ -74,13 +74,14 @@ class Sessions:
         waiting = self._dirty.get(user_key) or self._writing.get(user_key) or self._still_recent(user_key)
         if waiting is not None:
             return waiting
+        waited = self.read_timeout if timeout is None else timeout
         try:
-            async with asyncio.timeout(self.read_timeout if timeout is None else timeout):
+            async with asyncio.timeout(waited):
                 found = await self.store.load_session(user_key)
         except (StoreError, TimeoutError) as error:
-            log.warning("session read failed, starting afresh: %s", type(error).__name__)
+            log.warning("session read failed, starting afresh: %s", describe(error, waited))
             self.metrics.store_errors.inc("session_read")
-            self.faults.fail(STORE, "session reads", describe(error))
+            self.faults.fail(STORE, "session reads", describe(error, waited))
             found = None
         else:
             self.faults.clear(STORE, "session reads")

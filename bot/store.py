@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import functools
 import json
+import logging
 import os
 import re
 import sqlite3
@@ -24,6 +25,8 @@ import aiosqlite
 
 from bot.errors import StoreError
 from bot.models import Escalation, Level, Session, Track
+
+log = logging.getLogger("unhooked.store")
 
 
 def day_of(at: float) -> str:
@@ -631,7 +634,11 @@ def _shielded(method: Callable[..., Awaitable[_Result]]) -> Callable[..., Awaita
         task = asyncio.ensure_future(method(self, *args, **kwargs))
         self._in_flight.add(task)
         task.add_done_callback(_settled(self._in_flight))
-        return await asyncio.shield(task)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(_abandoned)
+            raise
 
     return run
 
@@ -640,9 +647,16 @@ def _settled(tasks: set[asyncio.Future[Any]]) -> Callable[[asyncio.Future[Any]],
     def done(task: asyncio.Future[Any]) -> None:
         tasks.discard(task)
         if not task.cancelled():
-            task.exception()  # retrieved: a write whose caller left reports to nobody (it raised StoreError)
+            task.exception()  # retrieved here; the caller, if still waiting, gets it too
 
     return done
+
+
+def _abandoned(task: asyncio.Future[Any]) -> None:
+    """A write whose caller stopped waiting ended: if it failed, this log line is all that is left of it."""
+    error = None if task.cancelled() else task.exception()
+    if error is not None:
+        log.warning("a database write whose caller had stopped waiting failed: %s", error)
 
 
 _PRAGMAS = (
@@ -680,7 +694,7 @@ class SqliteStore(Store):
     async def _guard(self, doing: str) -> AsyncIterator[None]:
         try:
             yield
-        except (sqlite3.Error, ValueError) as error:
+        except (sqlite3.Error, ValueError, OSError) as error:
             raise StoreError(f"could not {doing} in {self.path}: {error}") from error
 
     @asynccontextmanager

@@ -110,9 +110,13 @@ async def telegram_bot(
     webhook: bool = False,
     store: Store | None = None,
     content_dir: Path = REPO,
+    core: dict[str, Any] | None = None,
     **changes: Any,
 ) -> AsyncIterator[Running]:
-    """Run the bot against ``api`` for the duration of the block, then stop it cleanly."""
+    """Run the bot against ``api`` for the duration of the block, then stop it cleanly.
+
+    ``core`` changes the core settings (e.g. ``reload_seconds``), ``changes`` the Telegram settings.
+    """
     api.group(OPERATORS, "Operators")
     if webhook:
         port = free_port()
@@ -126,7 +130,7 @@ async def telegram_bot(
     ready: asyncio.Future[tuple[TelegramBot, HttpServer | None]] = asyncio.get_running_loop().create_future()
     task = asyncio.create_task(
         run_telegram(
-            settings_for(tmp_path, content_dir),
+            dataclasses.replace(settings_for(tmp_path, content_dir), **(core or {})),
             telegram_for(api, **changes),
             webhook=webhook,
             stop=stop,

@@ -124,7 +124,7 @@ class Journal:
 
     def _failed(self, operation: str, source: str, error: BaseException) -> None:
         self.metrics.store_errors.inc(operation)
-        self.faults.fail(STORE, source, describe(error))
+        self.faults.fail(STORE, source, describe(error, STORE_TIMEOUT))
 
     def answered(self, update: Update, chat_key: str | None, message_ids: Sequence[int]) -> None:
         """Queue the mark that crosses an update off (its text goes) and keeps the chat's message ids for /erase."""
