@@ -27,8 +27,7 @@ async def test_a_journalled_update_is_admitted_once_and_its_id_kept_48_hours(clo
     journal = Journal(store, clock)
     assert [u.update_id for u in await journal.admit([update(1, 7), update(2, 7)])] == [1, 2]
     assert await Journal(store, clock).admit([update(1, 7), update(3, 7)]) == [update(3, 7)]
-    journal.answered(update(1, 7), "chat-7", [1, 10])
-    await journal.flush()
+    await journal.answered(update(1, 7), "chat-7", [1, 10])
     assert [u.update_id for u in await Journal(store, clock).unanswered(None)] == [2, 3]
     clock.advance(KEEP_IDS_FOR + 1)
     await journal.purge()
@@ -57,14 +56,15 @@ async def test_marks_queued_while_one_batch_is_written_go_together_in_the_next(c
     journal = Journal(store, clock)
     await journal.admit([update(n, n) for n in range(1, 8)])
     store.go_on.clear()
-    journal.answered(update(1, 1), None, [])
+    first = asyncio.create_task(journal.answered(update(1, 1), None, []))
     await asyncio.sleep(0.01)  # the writer took the first mark and waits on the store
-    for n in range(2, 8):
-        journal.answered(update(n, n), None, [])
-    assert journal.pending_marks == 6
+    others = [asyncio.create_task(journal.answered(update(n, n), None, [])) for n in range(2, 8)]
+    await asyncio.sleep(0.01)
+    assert journal.pending_marks == 6 and not first.done()
     store.go_on.set()
-    await journal.aclose()
+    await asyncio.gather(first, *others)  # each returns once its mark is written
     assert store.batches == [[1], [2, 3, 4, 5, 6, 7]]
+    await journal.aclose()
     assert await store.unanswered_updates() == []
 
 
@@ -88,10 +88,11 @@ async def test_marks_the_store_refused_are_written_when_it_takes_them_again(
     faults = Faults()
     journal = Journal(store, clock, faults=faults)
     await journal.admit([update(1, 1), update(2, 2)])
-    journal.answered(update(1, 1), "k", [9])
+    monkeypatch.setattr(intake, "STORE_TIMEOUT", 0.001)  # the chat waits this long for a mark, then goes on
+    await journal.answered(update(1, 1), "k", [9])
     await asyncio.sleep(0.005)
     assert list(faults.of(STORE)) == ["update journal"]
-    journal.answered(update(2, 2), None, [])
+    await journal.answered(update(2, 2), None, [])
     async with asyncio.timeout(5):
         while await store.unanswered_updates():
             await asyncio.sleep(0.01)

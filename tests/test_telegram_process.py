@@ -38,11 +38,19 @@ def environment(api: FakeBotApi, tmp_path: Path) -> dict[str, str]:
     }
 
 
-async def start(api: FakeBotApi, tmp_path: Path, name: str) -> asyncio.subprocess.Process:
+async def start(api: FakeBotApi, tmp_path: Path, name: str, **extra: str) -> asyncio.subprocess.Process:
+    """``python -m bot run`` against ``api``, logging to ``<name>.log``; ``extra`` adds settings."""
     log = (tmp_path / f"{name}.log").open("wb")
     try:
         return await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot", "run", cwd=REPO, env=environment(api, tmp_path), stdout=log, stderr=log
+            sys.executable,
+            "-m",
+            "bot",
+            "run",
+            cwd=REPO,
+            env={**environment(api, tmp_path), **extra},
+            stdout=log,
+            stderr=log,
         )
     finally:
         log.close()

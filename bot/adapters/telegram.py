@@ -151,7 +151,7 @@ class TelegramBot:
             await self.application.process_update(update)
         finally:
             del self._turns[update.update_id]
-        self.journal.answered(update, turn.chat_key, turn.message_ids)
+        await self.journal.answered(update, turn.chat_key, turn.message_ids)
         self.answered += 1
 
     async def send(

@@ -68,11 +68,13 @@ class Journal:
     already answered (a chat's updates are answered in order), and the ``/forget`` update's own text goes
     the moment it is answered, like every other.
 
-    Answered marks are written in batches (group commit): ``answered`` queues the mark and returns, and one
+    Answered marks are written in batches (group commit): ``answered`` queues the mark and waits, and one
     writer task writes every mark queued meanwhile in one transaction, then the next batch. Under load that
-    is one commit for many updates instead of one each; when the bot is quiet a mark is written at once.
-    The price is the window a crash can hit between a reply reaching Telegram and its mark reaching the disk
-    (``pending_marks`` updates wide, usually a few): those updates are answered again at the next start.
+    is one commit for many updates instead of one each. Each chat waits for its mark before its next update,
+    so a crash between a reply reaching Telegram and its mark reaching the disk can catch at most one update
+    per chat being answered (``UNHOOKED_MAX_CONCURRENT_CHATS`` in all): those are answered again at the next
+    start. Telegram's sendMessage has no idempotency key and a bot cannot read what it sent, so no order of
+    "send" and "mark" closes that window; marking first would lose replies instead of repeating them.
     """
 
     def __init__(
@@ -88,7 +90,7 @@ class Journal:
         self.metrics = metrics or Metrics()
         self.faults = faults or Faults()
         self._recent: OrderedDict[int, None] = OrderedDict()
-        self._marks: list[Answered] = []
+        self._marks: list[tuple[Answered, asyncio.Future[None]]] = []
         self._marking = asyncio.Lock()
         self._wake = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
@@ -126,12 +128,18 @@ class Journal:
         self.metrics.store_errors.inc(operation)
         self.faults.fail(STORE, source, describe(error, STORE_TIMEOUT))
 
-    def answered(self, update: Update, chat_key: str | None, message_ids: Sequence[int]) -> None:
-        """Queue the mark that crosses an update off (its text goes) and keeps the chat's message ids for /erase."""
-        self._marks.append(Answered(update.update_id, chat_key, tuple(message_ids)))
+    async def answered(self, update: Update, chat_key: str | None, message_ids: Sequence[int]) -> None:
+        """Cross an update off (its text goes) and keep the chat's message ids for /erase; return once on disk.
+
+        The mark goes with the next batch; this waits for it at most ``STORE_TIMEOUT`` (a store that is down
+        does not stop the chat: the writer keeps trying, and the update would be answered again after a crash).
+        """
+        written = asyncio.get_running_loop().create_future()
+        self._marks.append((Answered(update.update_id, chat_key, tuple(message_ids)), written))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.get_running_loop().create_task(self._write_forever(), name="journal-marks")
         self._wake.set()
+        await asyncio.wait({written}, timeout=STORE_TIMEOUT)
 
     async def flush(self) -> None:
         """Write every queued mark now, after a batch under way; raises ``StoreError`` or ``TimeoutError``."""
@@ -141,10 +149,13 @@ class Journal:
             batch, self._marks = self._marks, []
             try:
                 async with asyncio.timeout(STORE_TIMEOUT):
-                    await self.store.answer_updates(batch, self._clock())
+                    await self.store.answer_updates([mark for mark, _ in batch], self._clock())
             except BaseException:
                 self._marks[:0] = batch  # written again with the next batch; marking twice is harmless
                 raise
+            for _, written in batch:
+                if not written.done():
+                    written.set_result(None)
 
     async def _write_forever(self) -> None:
         await write_behind(
