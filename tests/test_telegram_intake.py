@@ -88,7 +88,7 @@ async def test_marks_the_store_refused_are_written_when_it_takes_them_again(
     faults = Faults()
     journal = Journal(store, clock, faults=faults)
     await journal.admit([update(1, 1), update(2, 2)])
-    monkeypatch.setattr(intake, "STORE_TIMEOUT", 0.001)  # the chat waits this long for a mark, then goes on
+    monkeypatch.setattr(intake, "MARK_WAIT", 0.001)  # the chat waits this long for a mark, then goes on
     await journal.answered(update(1, 1), "k", [9])
     await asyncio.sleep(0.005)
     assert list(faults.of(STORE)) == ["update journal"]

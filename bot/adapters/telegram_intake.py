@@ -44,7 +44,13 @@ update for at most 24 hours, so 48 hours of ids is enough to never answer a rede
 and Telegram lets a bot delete messages for 48 hours."""
 PURGE_EVERY = 3600.0
 STORE_TIMEOUT = 2.0
-"""Seconds a journal write may take before the bot goes on without it (a crisis reply never waits longer)."""
+"""Seconds the Telegram side waits for the store in other work (/forget, the group notice, a batch of marks)."""
+JOURNAL_WAIT = 0.5
+"""Seconds a batch of updates waits to be journalled before it is answered anyway. The write goes on and lands
+later (writes finish even when their callers stop waiting); only a crash before then could lose the batch."""
+MARK_WAIT = 0.25
+"""Seconds a chat waits for its last update's answered mark before its next update. Marks take milliseconds;
+this only matters while the store is failing, when a crisis message must not wait behind it."""
 RECENT_IDS = 10_000
 """Update ids remembered in memory, to deduplicate even while the store is down."""
 MAX_PENDING = 1_000
@@ -115,31 +121,31 @@ class Journal:
             return []
         rows = [(update.update_id, json.dumps(update.to_dict(), ensure_ascii=False)) for update in new]
         try:
-            async with asyncio.timeout(STORE_TIMEOUT):
+            async with asyncio.timeout(JOURNAL_WAIT):
                 fresh = set(await self.store.record_updates(rows, self._clock()))
         except (StoreError, TimeoutError) as error:
-            self._failed("journal_write", "update journal", error)
+            self._failed("journal_write", "update journal", error, JOURNAL_WAIT)
             log.error("could not journal %d updates (%s); answering them unguarded", len(new), type(error).__name__)
             return new
         self.faults.clear(STORE, "update journal")
         return [update for update in new if update.update_id in fresh]
 
-    def _failed(self, operation: str, source: str, error: BaseException) -> None:
+    def _failed(self, operation: str, source: str, error: BaseException, waited: float = STORE_TIMEOUT) -> None:
         self.metrics.store_errors.inc(operation)
-        self.faults.fail(STORE, source, describe(error, STORE_TIMEOUT))
+        self.faults.fail(STORE, source, describe(error, waited))
 
     async def answered(self, update: Update, chat_key: str | None, message_ids: Sequence[int]) -> None:
         """Cross an update off (its text goes) and keep the chat's message ids for /erase; return once on disk.
 
-        The mark goes with the next batch; this waits for it at most ``STORE_TIMEOUT`` (a store that is down
-        does not stop the chat: the writer keeps trying, and the update would be answered again after a crash).
+        The mark goes with the next batch; this waits for it at most ``MARK_WAIT`` (a store that is down does
+        not stop the chat: the writer keeps trying, and the update would be answered again after a crash).
         """
         written = asyncio.get_running_loop().create_future()
         self._marks.append((Answered(update.update_id, chat_key, tuple(message_ids)), written))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.get_running_loop().create_task(self._write_forever(), name="journal-marks")
         self._wake.set()
-        await asyncio.wait({written}, timeout=STORE_TIMEOUT)
+        await asyncio.wait({written}, timeout=MARK_WAIT)
 
     async def flush(self) -> None:
         """Write every queued mark now, after a batch under way; raises ``StoreError`` or ``TimeoutError``."""
