@@ -160,7 +160,10 @@ def _telegram_table(info: dict[str, object], summary: dict[str, Any]) -> str:
             f" {'met' if met['memory'] else 'MISSED'}",
             f"start-up:   {verdict['startup_seconds']:.2f} s to the first reply (target < "
             f"{targets['startup_seconds']} s): {'met' if met['startup'] else 'MISSED'}",
-            f"delivery:   {'no reply lost, duplicated or reordered' if met['delivery'] else 'PROBLEMS, see runs'}",
+            f"delivery:   Unhooked: {'no reply lost, duplicated or reordered' if met['delivery'] else 'PROBLEMS'}"
+            f" {summary['bots']['unhooked']['delivery']}",
+            f"            echo bot: {summary['bots']['echo']['delivery']} (people whose replies came out of order:"
+            " it handles updates at once with no order per chat)",
         ]
     return "\n".join(lines)
 
