@@ -63,9 +63,12 @@ STATS_FIRST = (
 MAX_PROBLEMS_SHOWN = 20
 NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 
-# ``TelegramBot._send_one`` calls do_api_request("sendMessage") on purpose; PTB would warn at every reply.
-# (pyproject.toml's pytest filterwarnings repeats this, since pytest puts its own filters first.)
-warnings.filterwarnings("ignore", message=r"Please use 'Bot\.sendMessage' instead", category=PTBUserWarning)
+# ``TelegramBot._send_one`` and ``telegram_intake._fetch`` call do_api_request("sendMessage"/"getUpdates") on
+# purpose; PTB would warn at every call. (pyproject.toml's pytest filterwarnings repeats this, since pytest puts
+# its own filters first.)
+warnings.filterwarnings(
+    "ignore", message=r"Please use 'Bot\.(sendMessage|getUpdates)' instead", category=PTBUserWarning
+)
 
 
 @dataclass
