@@ -344,7 +344,7 @@ class MemoryStore(Store):
                 await copy.save_sessions(list(self._sessions.values()))
                 await copy.record_escalations(by_position)
                 await copy.add_counts(self._counts)
-                await copy.restore_rows(
+                await copy._restore_rows(
                     updates=[(key, row.received_at, row.raw, row.answered_at) for key, row in self._updates.items()],
                     message_ids=[(chat, message_id, at) for (chat, message_id), at in self._message_ids.items()],
                     told_groups=list(self._told_groups.items()),
@@ -928,7 +928,7 @@ class SqliteStore(Store):
                     "INSERT OR IGNORE INTO message_ids (chat_key, message_id, at) VALUES (?, ?, ?)", remembered
                 )
 
-    async def restore_rows(
+    async def _restore_rows(
         self,
         *,
         updates: Sequence[tuple[int, float, str | None, float | None]],
