@@ -1,4 +1,4 @@
-"""Command line for the benchmarks: ``python -m bench engine [--json]``."""
+"""Command line for the benchmarks: ``python -m bench engine|telegram [--json]``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import sys
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 from bench.engine import TARGETS_MS, benchmark
 from bot.config import default_content_dir
@@ -20,6 +21,10 @@ EXAMPLE = """examples:
   python -m bench engine
   python -m bench engine --runs 5 --messages 5000 --scales 1,10,100 --json > bench/engine.json
   python -m bench engine --scales 1 --runs 1 --messages 500      # a quick look"""
+TELEGRAM_EXAMPLE = """examples:
+  python -m bench telegram
+  python -m bench telegram --runs 5 --messages 5000 --users 500 --json > bench/telegram.json
+  python -m bench telegram --runs 1 --messages 500 --paced 100   # a quick look"""
 
 
 def machine() -> dict[str, object]:
@@ -76,6 +81,28 @@ def _parser() -> argparse.ArgumentParser:
     engine.add_argument("--messages", type=int, default=5000, help="messages per run (default 5000)")
     engine.add_argument("--users", type=int, default=1000, help="distinct people sending them (default 1000)")
     engine.add_argument("--json", action="store_true", help="print one JSON document instead of a table")
+
+    telegram = commands.add_parser(
+        "telegram",
+        help="end to end through python-telegram-bot and a fake Bot API server, beside a bare PTB echo bot",
+        description=(
+            "Unhooked (python -m bot run) and a bare python-telegram-bot echo bot, each in its own process, "
+            "against a fake Bot API server on 127.0.0.1, alternating, on the same messages: start-up to first "
+            "reply, throughput of a burst, latency percentiles (burst and paced), peak memory, and a check "
+            "that no reply is lost, duplicated or reordered. Needs the dev extra (aiohttp)."
+        ),
+        epilog=TELEGRAM_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    telegram.add_argument("--runs", type=int, default=3, help="runs of each bot, alternating (default 3)")
+    telegram.add_argument("--messages", type=int, default=5000, help="messages in the burst (default 5000)")
+    telegram.add_argument("--users", type=int, default=500, help="distinct people sending them (default 500)")
+    telegram.add_argument("--paced", type=int, default=1000, help="messages sent at a steady rate after (default 1000)")
+    telegram.add_argument("--rate", type=float, default=100.0, help="the steady rate, messages/s (default 100)")
+    telegram.add_argument(
+        "--concurrency", type=int, default=32, help="updates handled at once by each bot (default 32, as shipped)"
+    )
+    telegram.add_argument("--json", action="store_true", help="print one JSON document instead of a table")
     return parser
 
 
@@ -105,32 +132,105 @@ def _table(info: dict[str, object], results: list[dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run one benchmark and print its results."""
-    args = _parser().parse_args(argv)
+def _telegram_table(info: dict[str, object], summary: dict[str, Any]) -> str:
+    lines = [
+        f"machine: {info['cpu']}, {info['cores']} cores, Python {info['python']}, SQLite {info['sqlite']}",
+        f"date:    {info['date']}; load average before {info['load_average']}, after {_load()}",
+        f"load:    {summary['messages']} messages from {summary['users']} people at once, then {summary['paced']}"
+        f" at {summary['rate']:g}/s",
+        "",
+        "bot       start-up s  msg/s (best/median)  burst p50/p99 ms  paced p50/p90/p99 ms  peak MB  CPU ms/msg",
+    ]
+    for bot, row in summary["bots"].items():
+        burst, paced = row["median_burst_latency_ms"], row["median_paced_latency_ms"]
+        lines.append(
+            f"{bot:<9} {row['median_startup_seconds']:>9.2f}  {row['best_messages_per_second']:>8.0f}/"
+            f"{row['median_messages_per_second']:<8.0f}   {burst['p50']:>7.0f}/{burst['p99']:<7.0f}"
+            f"  {paced['p50']:>6.1f}/{paced['p90']:.1f}/{paced['p99']:<8.1f}  {row['peak_rss_mb']:>6.1f}"
+            f"  {row['median_cpu_ms_per_message']:>8.2f}"
+        )
+    verdict, targets = summary["verdict"], summary["targets"]
+    if verdict:
+        met = verdict["met"]
+        lines += [
+            "",
+            f"throughput: Unhooked/echo {verdict['throughput_ratio_median']:.2f} (median of paired runs;"
+            f" target >= {targets['throughput_ratio']}): {'met' if met['throughput'] else 'MISSED'}",
+            f"memory:     Unhooked/echo {verdict['memory_ratio']:.2f} (target < {targets['memory_ratio']}):"
+            f" {'met' if met['memory'] else 'MISSED'}",
+            f"start-up:   {verdict['startup_seconds']:.2f} s to the first reply (target < "
+            f"{targets['startup_seconds']} s): {'met' if met['startup'] else 'MISSED'}",
+            f"delivery:   Unhooked: {'no reply lost, duplicated or reordered' if met['delivery'] else 'PROBLEMS'}"
+            f" {summary['bots']['unhooked']['delivery']}",
+            f"            echo bot: {summary['bots']['echo']['delivery']} (people whose replies came out of order:"
+            " it handles updates at once with no order per chat)",
+        ]
+    return "\n".join(lines)
+
+
+def _positive_counts(*values: float) -> bool:
+    return all(value >= 1 for value in values)
+
+
+def _engine(args: argparse.Namespace) -> int:
     try:
         factors = [int(part) for part in args.scales.split(",") if part.strip()]
     except ValueError:
         print(f"bench: --scales must be whole numbers separated by commas, e.g. 1,10,100; it is {args.scales!r}")
         return 2
-    if not factors or min(factors) < 1 or args.runs < 1 or args.messages < 1 or args.users < 1:
+    if not factors or min(factors) < 1 or not _positive_counts(args.runs, args.messages, args.users):
         print("bench: --scales, --runs, --messages and --users must all be 1 or more")
         return 2
-    logging.basicConfig(level=logging.WARNING, handlers=[logging.FileHandler(os.devnull)])
     info = machine()
     progress = (lambda line: print(line, file=sys.stderr)) if args.json else print
     progress(f"engine benchmark: scales {factors}, {args.runs} runs of {args.messages} messages, {args.users} people")
     scales = benchmark(default_content_dir(), factors, args.runs, args.messages, args.users, progress)
     results = [scale.summary() for scale in scales]
     if args.json:
-        command = "python -m bench " + " ".join(sys.argv[1:] if argv is None else argv)
         info["load_average_after"] = _load()
-        print(json.dumps({"machine": info, "command": command, "targets_ms": TARGETS_MS, "results": results}, indent=2))
+        print(
+            json.dumps({"machine": info, "command": _command(), "targets_ms": TARGETS_MS, "results": results}, indent=2)
+        )
     else:
         print()
         print(_table(info, results))
     missed = [row for row in results if row["target_met"] is False]
     return 1 if missed else 0
+
+
+def _telegram(args: argparse.Namespace) -> int:
+    from bench.telegram import benchmark as telegram_benchmark  # needs aiohttp (the dev extra)
+
+    if not _positive_counts(args.runs, args.messages, args.users, args.rate, args.concurrency) or args.paced < 0:
+        print("bench: --runs, --messages, --users, --rate and --concurrency must be 1 or more, --paced 0 or more")
+        return 2
+    info = machine()
+    progress = (lambda line: print(line, file=sys.stderr)) if args.json else print
+    progress(
+        f"telegram benchmark: {args.runs} runs of each bot, {args.messages} messages from {args.users} people,"
+        f" then {args.paced} at {args.rate:g}/s"
+    )
+    report = telegram_benchmark(args.messages, args.users, args.paced, args.rate, args.runs, args.concurrency, progress)
+    summary = report.summary()
+    if args.json:
+        info["load_average_after"] = _load()
+        print(json.dumps({"machine": info, "command": _command(), **summary}, indent=2))
+    else:
+        print()
+        print(_telegram_table(info, summary))
+    met = summary["verdict"].get("met", {})
+    return 0 if met and all(met.values()) else 1
+
+
+def _command() -> str:
+    return "python -m bench " + " ".join(sys.argv[1:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one benchmark and print its results."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, handlers=[logging.FileHandler(os.devnull)])
+    return _engine(args) if args.command == "engine" else _telegram(args)
 
 
 if __name__ == "__main__":

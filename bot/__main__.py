@@ -143,7 +143,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--webhook",
         action="store_true",
-        help="serve Telegram webhooks on UNHOOKED_WEBHOOK_LISTEN:UNHOOKED_WEBHOOK_PORT instead of polling",
+        help="serve Telegram webhooks on UNHOOKED_HTTP_LISTEN:UNHOOKED_HTTP_PORT instead of polling",
     )
     run.set_defaults(handler=_run)
 

@@ -170,9 +170,25 @@ def _flag(env: Mapping[str, str], name: str, default: bool = False) -> bool:
     )
 
 
+def _port(env: Mapping[str, str], name: str) -> int | None:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    port = _positive_int(env, name, DEFAULT_HTTP_PORT)
+    if port > MAX_PORT:
+        raise ConfigError(
+            f"{name} must be a port number from 1 to {MAX_PORT}, e.g. {name}={DEFAULT_HTTP_PORT}; it is {port}"
+        )
+    return port
+
+
 _TOKEN = re.compile(r"^\d+:[A-Za-z0-9_-]+$")
 _WEBHOOK_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 MIN_WEBHOOK_SECRET_CHARS = 16
+DEFAULT_HTTP_PORT = 8080
+MAX_PORT = 65535
+MONITORING_PATHS = ("/healthz", "/metrics")
+"""Served by the bot's HTTP server beside the webhook, so the webhook cannot have these paths."""
 
 
 @dataclass(frozen=True)
@@ -193,10 +209,11 @@ class TelegramSettings:
     """The public https address Telegram posts updates to (``UNHOOKED_WEBHOOK_URL``); webhook mode only."""
     webhook_secret: str | None = field(default=None, repr=False)
     """Sent by Telegram in ``X-Telegram-Bot-Api-Secret-Token`` (``UNHOOKED_WEBHOOK_SECRET``)."""
-    webhook_listen: str = "127.0.0.1"
-    """The address the webhook server binds (``UNHOOKED_WEBHOOK_LISTEN``)."""
-    webhook_port: int = 8080
-    """The port the webhook server binds (``UNHOOKED_WEBHOOK_PORT``)."""
+    http_listen: str = "127.0.0.1"
+    """The address the bot's HTTP server binds (``UNHOOKED_HTTP_LISTEN``)."""
+    http_port: int | None = None
+    """The port of the bot's HTTP server: /healthz, /metrics, and the webhook (``UNHOOKED_HTTP_PORT``).
+    Unset: no server when polling, ``DEFAULT_HTTP_PORT`` in webhook mode."""
     poll_timeout: float = 30.0
     """Seconds one long poll waits for updates (``UNHOOKED_POLL_TIMEOUT``)."""
     request_timeout: float = 10.0
@@ -250,8 +267,8 @@ class TelegramSettings:
             protect_content=_flag(env, "UNHOOKED_PROTECT_CONTENT", True),
             webhook_url=env.get("UNHOOKED_WEBHOOK_URL", "").strip() or None,
             webhook_secret=env.get("UNHOOKED_WEBHOOK_SECRET", "").strip() or None,
-            webhook_listen=env.get("UNHOOKED_WEBHOOK_LISTEN", "").strip() or "127.0.0.1",
-            webhook_port=_positive_int(env, "UNHOOKED_WEBHOOK_PORT", 8080),
+            http_listen=env.get("UNHOOKED_HTTP_LISTEN", "").strip() or "127.0.0.1",
+            http_port=_port(env, "UNHOOKED_HTTP_PORT"),
             poll_timeout=_positive_float(env, "UNHOOKED_POLL_TIMEOUT", 30.0),
             request_timeout=_positive_float(env, "UNHOOKED_REQUEST_TIMEOUT", 10.0),
             sends_per_second=_positive_float(env, "UNHOOKED_SENDS_PER_SECOND", 25.0),
@@ -282,6 +299,17 @@ class TelegramSettings:
                 f"UNHOOKED_WEBHOOK_SECRET is {len(self.webhook_secret)} characters long; set it to at least "
                 f"{MIN_WEBHOOK_SECRET_CHARS} random letters, digits, _ or -"
             )
+        if self.webhook_path.rstrip("/") in MONITORING_PATHS:
+            raise ConfigError(
+                f"UNHOOKED_WEBHOOK_URL ends in {self.webhook_path}, where the bot serves its health and metrics; "
+                "give the webhook another path, e.g. https://bot.example.org/telegram"
+            )
+
+    def server_port(self, webhook: bool) -> int | None:
+        """The port of the bot's HTTP server, or ``None`` for no server (polling without UNHOOKED_HTTP_PORT)."""
+        if self.http_port is None and webhook:
+            return DEFAULT_HTTP_PORT
+        return self.http_port
 
     @property
     def webhook_path(self) -> str:

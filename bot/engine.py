@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from bot import redact, safety
 from bot.content import Catalog
 from bot.escalation import Escalator
+from bot.health import Faults
 from bot.lexicon import FLOOR, Rule
 from bot.matcher import Matcher, MatcherSettings
+from bot.metrics import Metrics
 from bot.models import (
     Detection,
     Escalation,
@@ -76,11 +78,17 @@ class Engine:
         clock: Callable[[], float] = time.time,
         escalator: Escalator | None = None,
         excerpts: bool = False,
+        metrics: Metrics | None = None,
+        faults: Faults | None = None,
     ) -> None:
-        self.sessions = Sessions(store)
+        self.metrics = metrics or (escalator.metrics if escalator else Metrics())
+        """What operators can count (``/metrics``): messages, intents, fallbacks, escalations, latency..."""
+        self.faults = faults or (escalator.faults if escalator else Faults())
+        """What is failing right now (``/healthz``)."""
+        self.sessions = Sessions(store, metrics=self.metrics, faults=self.faults)
         self.excerpts = excerpts
         """Whether escalation records keep a redacted excerpt of the message (an operator's opt-in)."""
-        self.escalator = escalator or Escalator(store, clock=clock)
+        self.escalator = escalator or Escalator(store, clock=clock, metrics=self.metrics, faults=self.faults)
         self._secret = secret
         self._clock = clock
         self._matcher_settings = matcher_settings
@@ -97,6 +105,8 @@ class Engine:
         matcher = Matcher(catalog.phrases(), self._matcher_settings) if catalog else None
         rules = FLOOR + catalog.safety_rules if catalog else FLOOR
         self.catalog, self.matcher, self.rules = catalog, matcher, rules
+        self.metrics.content_loaded.set(1 if catalog else 0)
+        self.metrics.content_intents.set(len(catalog.intents) if catalog else 0)
 
     def user_key(self, channel: str, user_id: str) -> str:
         """The keyed hash that stands for a person everywhere the bot stores or logs anything."""
@@ -112,6 +122,20 @@ class Engine:
         for ``CRISIS_QUIET``; an ambiguous message in that state counts as a crisis. Otherwise an
         ambiguous message gets a gentle check-in before the answer.
         """
+        started = time.perf_counter()
+        try:
+            outcome = await self._handle(incoming)
+        finally:
+            self.metrics.handling.observe(time.perf_counter() - started)
+        self.metrics.messages.inc(incoming.channel)
+        match = outcome.match
+        if match is not None and match.intent is not None:
+            self.metrics.intents.inc(match.intent)
+        elif match is not None:
+            self.metrics.fallbacks.inc(match.reason)
+        return outcome
+
+    async def _handle(self, incoming: Incoming) -> Outcome:
         detection = self._screen(incoming.text)
         key = self.user_key(incoming.channel, incoming.user_id)
         now = self._clock()
@@ -135,6 +159,7 @@ class Engine:
         elif detection is not None:
             replies.append(safety.concern_reply(detection))
             self.sessions.count("concerns", now)
+            self.metrics.concerns.inc(detection.category)
         try:
             match, answers = self._answer(incoming, session, calm=in_crisis)
         except Exception:
@@ -162,6 +187,7 @@ class Engine:
             resources=safety.resources_for(detection),
             excerpt=self._excerpt(incoming.text),
         )
+        self.metrics.escalations.inc(detection.level.value, detection.category)
         try:
             if session is None:
                 session = await self.sessions.get(key, now, timeout=CRISIS_READ_TIMEOUT)

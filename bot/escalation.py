@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from bot.errors import StoreError
+from bot.health import STORE, Faults, describe
+from bot.metrics import Metrics
 from bot.models import Escalation
 from bot.spool import Spool, to_json
 from bot.store import Store
@@ -46,34 +48,51 @@ class Escalator:
         alerter: Alerter | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        metrics: Metrics | None = None,
+        faults: Faults | None = None,
     ) -> None:
         self.store = store
         self.spool = spool
         self.alerter = alerter
+        self.metrics = metrics or Metrics()
+        self.faults = faults or Faults()
         self._clock = clock
         self._tasks: set[asyncio.Task[None]] = set()
         self._in_flight: set[str] = set()
+        self._owed: set[str] = set()
+        """Escalations whose operator alert is not delivered yet (``unhooked_alerts_pending``)."""
+        self.metrics.alerts_pending.read = lambda: len(self._owed)
 
     async def record(self, escalation: Escalation) -> None:
         """Store the escalation in the database, or the spool if the database does not take it in time."""
         log.warning(log_line(escalation))
+        if self.alerter is not None:
+            self._owed.add(escalation.id)
         try:
             async with asyncio.timeout(RECORD_TIMEOUT):
                 await self.store.record_escalations([escalation])
         except (StoreError, TimeoutError) as error:
+            self.metrics.store_errors.inc("escalation_record")
+            self.faults.fail(STORE, "escalation records", describe(error, RECORD_TIMEOUT))
             self._spool(escalation, error)
+        else:
+            self.metrics.escalations_stored.inc("database")
+            self.faults.clear(STORE, "escalation records")
         self._spawn(self.deliver(escalation))
 
     def _spool(self, escalation: Escalation, error: Exception) -> None:
         if self.spool is None:
+            self.metrics.escalations_stored.inc("nowhere")
             log.critical(
                 "escalation %s not stored (%s) and no spool is configured", escalation.id, type(error).__name__
             )
             return
         try:
             self.spool.append(escalation)
+            self.metrics.escalations_stored.inc("spool")
             log.error("database did not take escalation %s (%s); spooled to %s", escalation.id, error, self.spool.path)
         except OSError as spool_error:
+            self.metrics.escalations_stored.inc("nowhere")
             log.critical("escalation %s could be stored nowhere: %s; %s", escalation.id, error, spool_error)
 
     async def deliver(self, escalation: Escalation) -> None:
@@ -81,13 +100,17 @@ class Escalator:
         if self.alerter is None or escalation.id in self._in_flight:
             return
         self._in_flight.add(escalation.id)
+        self._owed.add(escalation.id)
         try:
             await self.alerter(escalation)
         except Exception as error:
+            self.metrics.alerts.inc("failed")
             log.warning("alert for escalation %s not delivered (%s); will retry", escalation.id, type(error).__name__)
             return
         finally:
             self._in_flight.discard(escalation.id)
+        self.metrics.alerts.inc("sent")
+        self._owed.discard(escalation.id)
         try:
             await self.store.mark_alerted(escalation.id, self._clock())
         except StoreError as error:
@@ -102,13 +125,27 @@ class Escalator:
         except StoreError as error:
             log.error("cannot read owed alerts: %s", error)
             return 0
+        self._owed.update(escalation.id for escalation in owed)
         for escalation in owed:
             await self.deliver(escalation)
         return len(owed)
 
+    async def replay_spool(self) -> int:
+        """Move spooled escalations into the database once it takes writes again; return how many moved."""
+        if self.spool is None or not self.spool.waiting():
+            return 0
+        try:
+            moved = await self.spool.replay(self.store)
+        except (StoreError, OSError) as error:
+            log.warning("the spooled escalations stay in %s for now: %s", self.spool.path, error)
+            return 0
+        self.faults.clear(STORE, "escalation records")
+        return moved
+
     async def retry_forever(self, every: float = RETRY_EVERY) -> None:
-        """Deliver owed alerts every ``every`` seconds until cancelled."""
+        """Every ``every`` seconds until cancelled: replay the spool into the database, deliver owed alerts."""
         while True:
+            await self.replay_spool()
             await self.deliver_owed()
             await asyncio.sleep(every)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bot.content import Catalog
 from bot.engine import Engine
+from bot.health import CONTENT
 from bot.lint import CONTENT_FOLDERS, TESTS_DIR, check_content
 from bot.models import Problem
 
@@ -59,12 +60,26 @@ def log_problems(problems: list[Problem]) -> None:
         log.info("content: %d warnings and notes; `python -m bot check` lists them", warnings)
 
 
+def first_error(problems: list[Problem] | tuple[Problem, ...]) -> str:
+    """The first error (file, line and message), for health and alerts."""
+    errors = [problem for problem in problems if problem.level == "error"]
+    if not errors:
+        return "no error reported"
+    return f"{errors[0]}" + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
+
+
 def _apply(engine: Engine, catalog: Catalog | None, problems: list[Problem]) -> Reload:
     log_problems(problems)
     if catalog is None:
         log.error("content reload refused (%d problems); the previous content keeps serving", len(problems))
+        engine.metrics.reloads.inc("refused")
+        serving = "the previous content keeps serving" if engine.catalog else "no content is served"
+        engine.faults.fail(CONTENT, "reload", f"the last reload was refused, {serving}: {first_error(problems)}")
         return Reload(False, tuple(problems))
     engine.use(catalog)
+    engine.metrics.reloads.inc("applied")
+    engine.faults.clear(CONTENT, "reload")
+    engine.faults.clear(CONTENT, "start")
     log.warning("content reloaded: %d intents, %d passages", len(catalog.intents), len(catalog.passages))
     return Reload(True, tuple(problems))
 

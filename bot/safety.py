@@ -84,11 +84,69 @@ def literals_needed(source: str) -> frozenset[str] | None:
     return _needs(tree.data)
 
 
-def _may_match(rule: Rule, screened: str) -> bool:
-    if rule.pattern.flags & re.IGNORECASE:
-        return True
-    needed = literals_needed(rule.pattern.pattern)
-    return needed is None or any(literal in screened for literal in needed)
+_PREFIX = 3
+"""Literals are found by their first characters; every literal ``literals_needed`` gives is at least this long."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Prefilter:
+    """Which rules a screened text could fire, found from the needed literals present in it.
+
+    Checking each rule's literals one by one cost more than running every pattern; instead each distinct
+    literal is filed under its first three characters, a text's three-character pieces pick the few
+    literals worth looking for, and the rules needing a literal found are the ones tried (with the rules
+    that need nothing known, always).
+    """
+
+    always: frozenset[int]
+    by_prefix: dict[str, tuple[str, ...]]
+    rules_needing: dict[str, tuple[int, ...]]
+
+    @classmethod
+    def of(cls, rules: tuple[Rule, ...]) -> _Prefilter:
+        always: set[int] = set()
+        rules_needing: dict[str, list[int]] = {}
+        for position, rule in enumerate(rules):
+            needed = None if rule.pattern.flags & re.IGNORECASE else literals_needed(rule.pattern.pattern)
+            if needed is None or any(len(literal) < _PREFIX for literal in needed):
+                always.add(position)
+                continue
+            for literal in needed:
+                rules_needing.setdefault(literal, []).append(position)
+        by_prefix: dict[str, list[str]] = {}
+        for literal in rules_needing:
+            by_prefix.setdefault(literal[:_PREFIX], []).append(literal)
+        return cls(
+            frozenset(always),
+            {prefix: tuple(found) for prefix, found in by_prefix.items()},
+            {literal: tuple(found) for literal, found in rules_needing.items()},
+        )
+
+    def candidates(self, screened: str) -> list[int]:
+        """The positions, in order, of the rules that could match ``screened``."""
+        chosen = set(self.always)
+        pieces = {screened[at : at + _PREFIX] for at in range(len(screened) - _PREFIX + 1)}
+        for prefix in pieces & self.by_prefix.keys():
+            for literal in self.by_prefix[prefix]:
+                if literal in screened:
+                    chosen.update(self.rules_needing[literal])
+        return sorted(chosen)
+
+
+_PREFILTERS: dict[int, tuple[tuple[Rule, ...], _Prefilter]] = {}
+_MAX_PREFILTERS = 16
+
+
+def _prefilter_of(rules: tuple[Rule, ...]) -> _Prefilter:
+    """The prefilter of a rule tuple, built once per tuple (the floor, and each catalogue's rules)."""
+    found = _PREFILTERS.get(id(rules))
+    if found is not None and found[0] is rules:
+        return found[1]
+    made = _Prefilter.of(rules)
+    if len(_PREFILTERS) >= _MAX_PREFILTERS:
+        _PREFILTERS.pop(next(iter(_PREFILTERS)))
+    _PREFILTERS[id(rules)] = (rules, made)  # the tuple is kept, so its id is not reused while cached
+    return made
 
 
 def fired(text: str, rules: Iterable[Rule] = FLOOR, *, prefilter: bool = True) -> list[Rule]:
@@ -96,7 +154,10 @@ def fired(text: str, rules: Iterable[Rule] = FLOOR, *, prefilter: bool = True) -
     screened = screen_text(text)
     if not screened:
         return []
-    return [rule for rule in rules if (not prefilter or _may_match(rule, screened)) and rule.pattern.search(screened)]
+    rules = rules if isinstance(rules, tuple) else tuple(rules)
+    if not prefilter:
+        return [rule for rule in rules if rule.pattern.search(screened)]
+    return [rules[at] for at in _prefilter_of(rules).candidates(screened) if rules[at].pattern.search(screened)]
 
 
 def detect(text: str, rules: Iterable[Rule] = FLOOR) -> Detection | None:

@@ -7,32 +7,53 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from bot.config import Settings
 from bot.engine import Engine
 from bot.errors import StoreError
 from bot.escalation import Alerter, Escalator
+from bot.health import CONTENT, STORE, Faults, Health, describe
 from bot.lint import check_content
-from bot.reload import ContentAlert, ContentWatcher, log_problems
+from bot.metrics import Metrics
+from bot.reload import ContentAlert, ContentWatcher, first_error, log_problems
 from bot.spool import Spool
 from bot.store import MemoryStore, Store, open_store
 
 log = logging.getLogger("unhooked.service")
 
 
-async def _open(store: Store, spool: Spool | None) -> Store:
+async def _open(store: Store, spool: Spool | None, faults: Faults) -> Store:
     """Open the store and replay the spool into it; fall back to memory if the database is unusable."""
     try:
         await store.open()
     except StoreError as error:
         log.error("%s; keeping sessions in memory only", error)
+        faults.fail(STORE, "open", f"{describe(error)}; sessions are kept in memory only until a restart")
         return MemoryStore()
     if spool is not None:
         try:
             await spool.replay(store)
         except (StoreError, OSError) as error:
             log.error("could not replay %s yet: %s", spool.path, error)
+            faults.fail(STORE, "spool replay", f"escalations wait in {spool.path} until the next start: {error}")
     return store
+
+
+def engine_health(engine: Engine, grace: dict[str, float] | None = None) -> Health:
+    """The health checks of a running engine: the store (probed), the content, and ``grace`` for adapters' checks."""
+
+    def content() -> dict[str, Any]:
+        catalog = engine.catalog
+        if catalog is None:
+            return {"ok": False, "problems": ["no content is loaded: only crisis replies and notices go out"]}
+        return {"ok": True, "intents": len(catalog.intents), "passages": len(catalog.passages)}
+
+    async def ping() -> None:
+        await engine.sessions.store.ping()
+        engine.faults.clear(STORE, "session reads")  # a read just worked
+
+    return Health(engine.faults, ping=ping, content=content, grace=grace)
 
 
 @asynccontextmanager
@@ -41,24 +62,29 @@ async def running_engine(
     store: Store | None = None,
     alerter: Alerter | None = None,
     content_alert: ContentAlert | None = None,
+    metrics: Metrics | None = None,
 ) -> AsyncIterator[Engine]:
     """An engine over the configured content and store, closed cleanly on exit.
 
     Broken content or an unusable database do not stop the bot: it starts with what works,
     logs what does not, and crisis replies go out either way. Content is served only when
     ``check`` finds no error in it, at start as on every reload; edited content files are
-    reloaded every ``settings.reload_seconds`` and ``content_alert`` hears of refused reloads.
+    reloaded every ``settings.reload_seconds`` and ``content_alert`` hears of refused reloads. ``metrics``
+    lets an adapter register its own metrics before the engine starts; the engine's are added to it.
     """
+    metrics = metrics or Metrics()
+    faults = Faults()
     catalog, problems = check_content(settings.content_dir)
     log_problems(problems)
     if catalog is None:
         log.error("content did not load; only crisis replies and notices will be sent until it is fixed")
+        faults.fail(CONTENT, "start", f"content did not load at start: {first_error(problems)}")
     secret = settings.secret_key()
     spool = Spool(settings.spool_path) if settings.spool_path and store is None else None
-    store = await _open(store or open_store(settings.db_path), spool)
-    escalator = Escalator(store, spool, alerter)
+    store = await _open(store or open_store(settings.db_path), spool, faults)
+    escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults)
     engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts)
-    retry = asyncio.create_task(escalator.retry_forever(), name="alert-retry") if alerter else None
+    retry = asyncio.create_task(escalator.retry_forever(), name="escalation-retry")
     watcher = None
     if settings.reload_seconds > 0:
         watcher = ContentWatcher(
@@ -70,9 +96,8 @@ async def running_engine(
     finally:
         if watcher is not None:
             await watcher.aclose()
-        if retry is not None:
-            retry.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await retry
+        retry.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await retry
         await engine.aclose()
         await store.close()

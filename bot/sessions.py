@@ -5,9 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import Counter
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Awaitable, Callable
 
 from bot.errors import StoreError
+from bot.health import STORE, Faults, describe
+from bot.metrics import Metrics
 from bot.models import Session
 from bot.store import Store, day_of
 
@@ -17,6 +21,10 @@ FLUSH_DELAY = 0.05
 """Seconds to gather changed sessions before one batched write."""
 RETRY_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 """Back-off between failed writes; the last one repeats while the store stays down."""
+RECENT_SESSIONS = 4096
+"""Sessions kept in memory after they are written, so a conversation's next message needs no database read."""
+RECENT_SECONDS = 600.0
+"""How long a written session is served from memory; after that it is read from the database again."""
 
 
 class Sessions:
@@ -24,21 +32,37 @@ class Sessions:
 
     A reply never waits for a write: ``put`` only marks the session as changed. A session that
     is waiting to be written is served from memory, so the next message of the same person sees
-    it even while the store is slow or down.
+    it even while the store is slow or down. A session just written stays in memory a while
+    (``RECENT_SESSIONS``, ``RECENT_SECONDS``), so a conversation does not read the database at
+    every message; this process is the only one that writes sessions.
     """
 
-    def __init__(self, store: Store, *, read_timeout: float = 2.0, flush_delay: float = FLUSH_DELAY) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        read_timeout: float = 2.0,
+        flush_delay: float = FLUSH_DELAY,
+        metrics: Metrics | None = None,
+        faults: Faults | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.store = store
         self.read_timeout = read_timeout
         self.flush_delay = flush_delay
+        self.metrics = metrics or Metrics()
+        self.faults = faults or Faults()
+        self._clock = clock
         self._dirty: dict[str, Session] = {}
         self._writing: dict[str, Session] = {}
-        self._flushing = asyncio.Lock()
         """Sessions of the batch being written: no longer dirty, not yet in the store, still the latest."""
+        self._recent: OrderedDict[str, tuple[Session, float]] = OrderedDict()
+        """Sessions written lately, as they are in the store, with when they were written."""
+        self._flushing = asyncio.Lock()
         self._counts: Counter[tuple[str, str]] = Counter()
         self._wake = asyncio.Event()
         self._flusher: asyncio.Task[None] | None = None
-        self._failures = 0
+        self.metrics.sessions_pending.read = lambda: self.pending
 
     @property
     def pending(self) -> int:
@@ -47,16 +71,41 @@ class Sessions:
 
     async def get(self, user_key: str, now: float, *, timeout: float | None = None) -> Session:
         """The person's session, or a new one if there is none or the store does not answer in time."""
-        waiting = self._dirty.get(user_key) or self._writing.get(user_key)
+        waiting = self._dirty.get(user_key) or self._writing.get(user_key) or self._still_recent(user_key)
         if waiting is not None:
             return waiting
+        waited = self.read_timeout if timeout is None else timeout
         try:
-            async with asyncio.timeout(self.read_timeout if timeout is None else timeout):
+            async with asyncio.timeout(waited):
                 found = await self.store.load_session(user_key)
         except (StoreError, TimeoutError) as error:
-            log.warning("session read failed, starting afresh: %s", type(error).__name__)
+            log.warning("session read failed, starting afresh: %s", describe(error, waited))
+            self.metrics.store_errors.inc("session_read")
+            self.faults.fail(STORE, "session reads", describe(error, waited))
             found = None
+        else:
+            self.faults.clear(STORE, "session reads")
         return found or Session(user_key=user_key, first_seen=now, last_seen=now)
+
+    def _still_recent(self, user_key: str) -> Session | None:
+        entry = self._recent.get(user_key)
+        if entry is None:
+            return None
+        session, written = entry
+        if self._clock() - written > RECENT_SECONDS:
+            del self._recent[user_key]
+            return None
+        self._recent.move_to_end(user_key)
+        return session
+
+    def _remember(self, batch: dict[str, Session]) -> None:
+        written = self._clock()
+        for key, session in batch.items():
+            if self._writing.get(key) is session:  # not dropped (/forget) while it was being written
+                self._recent[key] = (session, written)
+                self._recent.move_to_end(key)
+        while len(self._recent) > RECENT_SESSIONS:
+            self._recent.popitem(last=False)
 
     def put(self, session: Session) -> None:
         """Mark the session as changed; it is written with the next batch."""
@@ -74,9 +123,10 @@ class Sessions:
         self._wake_flusher()
 
     def drop(self, user_key: str) -> None:
-        """Forget a changed session before it is written (the person asked to be forgotten)."""
+        """Forget a person's session in memory, written or not (the person asked to be forgotten)."""
         self._dirty.pop(user_key, None)
         self._writing.pop(user_key, None)
+        self._recent.pop(user_key, None)
 
     async def flush(self) -> None:
         """Write every changed session and count now; raises ``StoreError`` if the store refuses.
@@ -97,6 +147,8 @@ class Sessions:
                 for key, session in batch.items():
                     self._dirty.setdefault(key, session)
                 raise
+            else:
+                self._remember(batch)
             finally:
                 for key, session in batch.items():
                     if self._writing.get(key) is session:
@@ -110,19 +162,15 @@ class Sessions:
                 raise
 
     async def _flush_forever(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            await asyncio.sleep(self.flush_delay)
-            try:
-                await self.flush()
-                self._failures = 0
-            except StoreError as error:
-                delay = RETRY_DELAYS[min(self._failures, len(RETRY_DELAYS) - 1)]
-                self._failures += 1
-                log.error("session write failed (%d waiting), retrying in %ss: %s", self.pending, delay, error)
-                await asyncio.sleep(delay)
-                self._wake.set()
+        await write_behind(self._wake, self.flush, self._write_failed, self._written, delay=self.flush_delay)
+
+    def _write_failed(self, error: Exception, pause: float) -> None:
+        self.metrics.store_errors.inc("session_write")
+        self.faults.fail(STORE, "session writes", describe(error))
+        log.error("session write failed (%d waiting), retrying in %ss: %s", self.pending, pause, error)
+
+    def _written(self) -> None:
+        self.faults.clear(STORE, "session writes")
 
     async def aclose(self) -> None:
         """Stop the background writer after a last attempt to write what is waiting."""
@@ -135,3 +183,37 @@ class Sessions:
             await self.flush()
         except StoreError as error:
             log.error("could not write %d sessions at shutdown: %s", self.pending, error)
+
+
+async def write_behind(
+    wake: asyncio.Event,
+    write: Callable[[], Awaitable[None]],
+    failed: Callable[[Exception, float], None],
+    worked: Callable[[], None],
+    *,
+    delay: float = 0.0,
+    retry_delays: tuple[float, ...] = RETRY_DELAYS,
+) -> None:
+    """Call ``write`` each time ``wake`` is set (after ``delay``, to gather more), until cancelled.
+
+    A write the store refuses (``StoreError``, or a ``TimeoutError``) is tried again after a pause
+    from ``retry_delays``, the last repeating; ``failed`` hears of each failure and its pause,
+    ``worked`` of each success.
+    """
+    failures = 0
+    while True:
+        await wake.wait()
+        wake.clear()
+        if delay:
+            await asyncio.sleep(delay)
+        try:
+            await write()
+        except (StoreError, TimeoutError) as error:
+            pause = retry_delays[min(failures, len(retry_delays) - 1)]
+            failures += 1
+            failed(error, pause)
+            await asyncio.sleep(pause)
+            wake.set()
+        else:
+            failures = 0
+            worked()

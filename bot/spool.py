@@ -98,6 +98,10 @@ class Spool:
         opened = os.fstat(descriptor)
         return (opened.st_dev, opened.st_ino) == (current.st_dev, current.st_ino)
 
+    def waiting(self) -> bool:
+        """Whether any escalation may be waiting here (a file, or a replay's claimed file, is there)."""
+        return self.path.exists() or self.claimed.exists()
+
     def read(self) -> list[Escalation]:
         """Every escalation waiting, whether a replay has taken it already or not."""
         return _read(self.claimed) + _read(self.path)

@@ -4,24 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
+import logging
 import os
 import re
 import sqlite3
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import aiosqlite
 
 from bot.errors import StoreError
 from bot.models import Escalation, Level, Session, Track
+
+log = logging.getLogger("unhooked.store")
 
 
 def day_of(at: float) -> str:
@@ -37,6 +42,16 @@ class Purged:
     sessions: int
     days: tuple[str, ...]
     """The UTC days whose escalations were folded into counts."""
+
+
+@dataclass(frozen=True)
+class Answered:
+    """An update that is answered, and what to remember of it: a private chat's message ids, for /erase."""
+
+    update_id: int
+    chat_key: str | None = None
+    """The private chat's keyed hash; ``None`` elsewhere (nothing to erase there)."""
+    message_ids: tuple[int, ...] = ()
 
 
 def folded_count_name(escalation: Escalation) -> str:
@@ -63,6 +78,10 @@ class Store(ABC):
     @abstractmethod
     async def close(self) -> None:
         """Release the store; safe to call twice."""
+
+    @abstractmethod
+    async def ping(self) -> None:
+        """A cheap read that proves the store answers (the health check); raises ``StoreError`` if it does not."""
 
     @abstractmethod
     async def load_session(self, user_key: str) -> Session | None:
@@ -111,10 +130,11 @@ class Store(ABC):
         """Journal incoming updates as (update id, raw JSON), all or none; return the ids not journalled before."""
 
     @abstractmethod
-    async def answer_update(
-        self, update_id: int, at: float, chat_key: str | None = None, message_ids: Sequence[int] = ()
-    ) -> None:
-        """Mark an update answered (its text goes, its id stays) and remember the chat's message ids for /erase."""
+    async def answer_updates(self, answered: Sequence[Answered], at: float) -> None:
+        """Mark updates answered (their text goes, their ids stay) and remember chats' message ids for /erase.
+
+        All or none, in one transaction: the bot crosses off a batch of answered updates at a time.
+        """
 
     @abstractmethod
     async def unanswered_updates(self) -> list[tuple[int, str]]:
@@ -177,16 +197,21 @@ class Backup:
     size: int
     """Bytes on disk."""
     rows: dict[str, int]
-    """Rows per table: ``sessions``, ``escalations``, ``daily_counts``."""
+    """Rows per table, for every table of the bot's data (``TABLE_COUNTS``)."""
     migrations: tuple[str, ...]
     """The migrations the copy has, in order."""
 
 
-_BACKUP_COUNTS = {
+TABLE_COUNTS = {
     "sessions": "SELECT COUNT(*) FROM sessions",
     "escalations": "SELECT COUNT(*) FROM escalations",
     "daily_counts": "SELECT COUNT(*) FROM daily_counts",
+    "updates": "SELECT COUNT(*) FROM updates",
+    "message_ids": "SELECT COUNT(*) FROM message_ids",
+    "told_groups": "SELECT COUNT(*) FROM told_groups",
 }
+"""A row count for every table of the bot's data (``_migrations`` aside: a backup lists the migrations themselves).
+A migration that adds a table adds it here; a test compares this with the tables the migrations create."""
 
 
 def _backup_target(target: Path, overwrite: bool, live: Path | None = None) -> tuple[Path, Path]:
@@ -211,7 +236,7 @@ async def _seal(partial: Path, target: Path, overwrite: bool) -> Backup:
             if verdict != "ok":
                 raise StoreError(f"the backup failed its integrity check ({verdict}); {target} was not written")
             rows = {}
-            for table, query in _BACKUP_COUNTS.items():
+            for table, query in TABLE_COUNTS.items():
                 async with copy.execute(query) as cursor:
                     rows[table] = (await cursor.fetchone() or (0,))[0]
             async with copy.execute("SELECT name FROM _migrations ORDER BY name") as cursor:
@@ -255,6 +280,9 @@ class MemoryStore(Store):
 
     async def close(self) -> None:
         """Nothing to close; the sessions stay until the object goes."""
+
+    async def ping(self) -> None:
+        """Memory always answers."""
 
     async def load_session(self, user_key: str) -> Session | None:
         session = self._sessions.get(user_key)
@@ -310,11 +338,17 @@ class MemoryStore(Store):
 
     async def backup(self, target: Path, *, overwrite: bool = False) -> Backup:
         target, partial = _backup_target(target, overwrite)
+        by_position = sorted(self._escalations.values(), key=lambda e: self._positions.get(e.id, 0))
         try:
             async with SqliteStore(partial) as copy:
                 await copy.save_sessions(list(self._sessions.values()))
-                await copy.record_escalations(list(self._escalations.values()))
+                await copy.record_escalations(by_position)
                 await copy.add_counts(self._counts)
+                await copy._restore_rows(
+                    updates=[(key, row.received_at, row.raw, row.answered_at) for key, row in self._updates.items()],
+                    message_ids=[(chat, message_id, at) for (chat, message_id), at in self._message_ids.items()],
+                    told_groups=list(self._told_groups.items()),
+                )
             return await _seal(partial, target, overwrite)
         finally:
             partial.unlink(missing_ok=True)
@@ -346,15 +380,14 @@ class MemoryStore(Store):
             self._updates[update_id] = _Update(at, raw[update_id])
         return fresh
 
-    async def answer_update(
-        self, update_id: int, at: float, chat_key: str | None = None, message_ids: Sequence[int] = ()
-    ) -> None:
-        found = self._updates.get(update_id)
-        if found is not None:
-            self._updates[update_id] = _Update(found.received_at, None, at)
-        if chat_key is not None:
-            for message_id in message_ids:
-                self._message_ids.setdefault((chat_key, message_id), at)
+    async def answer_updates(self, answered: Sequence[Answered], at: float) -> None:
+        for done in answered:
+            found = self._updates.get(done.update_id)
+            if found is not None and found.answered_at is None:
+                self._updates[done.update_id] = _Update(found.received_at, None, at)
+            if done.chat_key is not None:
+                for message_id in done.message_ids:
+                    self._message_ids.setdefault((done.chat_key, message_id), at)
 
     async def unanswered_updates(self) -> list[tuple[int, str]]:
         return [(key, row.raw) for key, row in sorted(self._updates.items()) if row.raw is not None]
@@ -584,6 +617,48 @@ def check_migrations(migrations: tuple[Migration, ...]) -> None:
 check_migrations(MIGRATIONS)
 
 
+_Result = TypeVar("_Result")
+
+
+def _shielded(method: Callable[..., Awaitable[_Result]]) -> Callable[..., Awaitable[_Result]]:
+    """Run a write to the end even if its caller stops waiting (a timeout, a cancelled task).
+
+    aiosqlite runs each statement on its own thread: cancelling the caller does not stop a ``BEGIN``
+    already waiting there for another process's lock, and a transaction begun after its caller left
+    would stay open, refusing every later write ("cannot start a transaction within a transaction").
+    So the caller may give up, but the write itself finishes, commits or rolls back, and frees the lock.
+    """
+
+    @functools.wraps(method)
+    async def run(self: SqliteStore, *args: Any, **kwargs: Any) -> _Result:
+        task = asyncio.ensure_future(method(self, *args, **kwargs))
+        self._in_flight.add(task)
+        task.add_done_callback(_settled(self._in_flight))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(_abandoned)
+            raise
+
+    return run
+
+
+def _settled(tasks: set[asyncio.Future[Any]]) -> Callable[[asyncio.Future[Any]], None]:
+    def done(task: asyncio.Future[Any]) -> None:
+        tasks.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved here; the caller, if still waiting, gets it too
+
+    return done
+
+
+def _abandoned(task: asyncio.Future[Any]) -> None:
+    """A write whose caller stopped waiting ended: if it failed, this log line is all that is left of it."""
+    error = None if task.cancelled() else task.exception()
+    if error is not None:
+        log.warning("a database write whose caller had stopped waiting failed: %s", error)
+
+
 _PRAGMAS = (
     "PRAGMA journal_mode=WAL",
     "PRAGMA synchronous=NORMAL",
@@ -605,6 +680,8 @@ class SqliteStore(Store):
         self._db: aiosqlite.Connection | None = None
         self._writing = asyncio.Lock()
         """One transaction at a time: concurrent callers share one connection, and SQLite refuses nested BEGINs."""
+        self._in_flight: set[asyncio.Future[Any]] = set()
+        """Writes under way, finished even when their callers stop waiting (``_shielded``)."""
 
     @property
     def db(self) -> aiosqlite.Connection:
@@ -617,19 +694,22 @@ class SqliteStore(Store):
     async def _guard(self, doing: str) -> AsyncIterator[None]:
         try:
             yield
-        except (sqlite3.Error, ValueError) as error:
+        except (sqlite3.Error, ValueError, OSError) as error:
             raise StoreError(f"could not {doing} in {self.path}: {error}") from error
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[None]:
         async with self._writing:
+            if self.db.in_transaction:  # never expected (writes are shielded); a stuck transaction would block all
+                await self.db.execute("ROLLBACK")
             await self.db.execute("BEGIN IMMEDIATE")
             try:
                 yield
+                await self.db.execute("COMMIT")
             except BaseException:
-                await self.db.execute("ROLLBACK")
+                if self.db.in_transaction:  # a failed COMMIT (busy) leaves the transaction open
+                    await self.db.execute("ROLLBACK")
                 raise
-            await self.db.execute("COMMIT")
 
     async def open(self) -> None:
         if self._db is not None:
@@ -690,9 +770,15 @@ class SqliteStore(Store):
             return [row[0] async for row in cursor]
 
     async def close(self) -> None:
+        if self._in_flight:
+            await asyncio.wait(set(self._in_flight))
         if self._db is not None:
             db, self._db = self._db, None
             await db.close()
+
+    async def ping(self) -> None:
+        async with self._guard("read the database"), self.db.execute("SELECT 1") as cursor:
+            await cursor.fetchone()
 
     async def load_session(self, user_key: str) -> Session | None:
         async with (
@@ -719,6 +805,7 @@ class SqliteStore(Store):
             crisis_track=Track(crisis_track) if crisis_track else None,
         )
 
+    @_shielded
     async def save_sessions(self, sessions: list[Session]) -> None:
         rows = [
             (
@@ -742,6 +829,7 @@ class SqliteStore(Store):
                 rows,
             )
 
+    @_shielded
     async def forget(self, user_key: str) -> int:
         async with self._guard("delete a person's data"), self._transaction():
             sessions = await self.db.execute("DELETE FROM sessions WHERE user_key = ?", (user_key,))
@@ -749,6 +837,7 @@ class SqliteStore(Store):
             message_ids = await self.db.execute("DELETE FROM message_ids WHERE chat_key = ?", (user_key,))
             return sessions.rowcount + escalations.rowcount + message_ids.rowcount
 
+    @_shielded
     async def add_counts(self, counts: Mapping[tuple[str, str], int]) -> None:
         async with self._guard("add to daily counts"), self._transaction():
             await self.db.executemany(
@@ -764,6 +853,7 @@ class SqliteStore(Store):
         ):
             return {name: value async for name, value in cursor}
 
+    @_shielded
     async def record_escalations(self, escalations: list[Escalation]) -> None:
         async with self._guard("record escalations"), self._transaction():
             await self.db.executemany(_INSERT_ESCALATION, [_escalation_row(e) for e in escalations])
@@ -785,6 +875,7 @@ class SqliteStore(Store):
             limit,
         )
 
+    @_shielded
     async def acknowledge(self, escalation_id: str, by: str, at: float) -> Escalation | None:
         async with self._guard("acknowledge an escalation"), self._transaction():
             await self.db.execute(
@@ -794,6 +885,7 @@ class SqliteStore(Store):
         found = await self._select_escalations("id = ?", (escalation_id,), 1)
         return found[0] if found else None
 
+    @_shielded
     async def mark_alerted(self, escalation_id: str, at: float) -> None:
         async with self._guard("mark an alert as sent"), self._transaction():
             await self.db.execute("UPDATE escalations SET alerted_at = ? WHERE id = ?", (at, escalation_id))
@@ -801,6 +893,7 @@ class SqliteStore(Store):
     async def unalerted(self, limit: int = 100) -> list[Escalation]:
         return await self._select_escalations("alerted_at IS NULL", (), limit)
 
+    @_shielded
     async def record_updates(self, updates: Sequence[tuple[int, str]], at: float) -> list[int]:
         raw = dict(updates)
         if not raw:
@@ -817,19 +910,40 @@ class SqliteStore(Store):
             )
         return fresh
 
-    async def answer_update(
-        self, update_id: int, at: float, chat_key: str | None = None, message_ids: Sequence[int] = ()
-    ) -> None:
-        async with self._guard("mark an update answered"), self._transaction():
-            await self.db.execute(
+    @_shielded
+    async def answer_updates(self, answered: Sequence[Answered], at: float) -> None:
+        remembered = [
+            (done.chat_key, message_id, at)
+            for done in answered
+            if done.chat_key is not None
+            for message_id in done.message_ids
+        ]
+        async with self._guard("mark updates answered"), self._transaction():
+            await self.db.executemany(
                 "UPDATE updates SET raw = NULL, answered_at = ? WHERE update_id = ? AND answered_at IS NULL",
-                (at, update_id),
+                [(at, done.update_id) for done in answered],
             )
-            if chat_key is not None and message_ids:
+            if remembered:
                 await self.db.executemany(
-                    "INSERT OR IGNORE INTO message_ids (chat_key, message_id, at) VALUES (?, ?, ?)",
-                    [(chat_key, message_id, at) for message_id in message_ids],
+                    "INSERT OR IGNORE INTO message_ids (chat_key, message_id, at) VALUES (?, ?, ?)", remembered
                 )
+
+    async def _restore_rows(
+        self,
+        *,
+        updates: Sequence[tuple[int, float, str | None, float | None]],
+        message_ids: Sequence[tuple[str, int, float]],
+        told_groups: Sequence[tuple[str, float]],
+    ) -> None:
+        """Write journal, message-id and group rows exactly as given (a memory store's backup)."""
+        async with self._guard("restore rows"), self._transaction():
+            await self.db.executemany(
+                "INSERT INTO updates (update_id, received_at, raw, answered_at) VALUES (?, ?, ?, ?)", updates
+            )
+            await self.db.executemany(
+                "INSERT INTO message_ids (chat_key, message_id, at) VALUES (?, ?, ?)", message_ids
+            )
+            await self.db.executemany("INSERT INTO told_groups (chat_key, told_at) VALUES (?, ?)", told_groups)
 
     async def unanswered_updates(self) -> list[tuple[int, str]]:
         async with (
@@ -838,6 +952,7 @@ class SqliteStore(Store):
         ):
             return [(update_id, raw) async for update_id, raw in cursor]
 
+    @_shielded
     async def purge_updates(self, before: float) -> int:
         async with self._guard("purge answered updates"), self._transaction():
             cursor = await self.db.execute("DELETE FROM updates WHERE answered_at < ?", (before,))
@@ -852,16 +967,19 @@ class SqliteStore(Store):
         ):
             return [row[0] async for row in cursor]
 
+    @_shielded
     async def drop_message_ids(self, chat_key: str) -> int:
         async with self._guard("forget message ids"), self._transaction():
             cursor = await self.db.execute("DELETE FROM message_ids WHERE chat_key = ?", (chat_key,))
             return cursor.rowcount
 
+    @_shielded
     async def purge_message_ids(self, before: float) -> int:
         async with self._guard("purge old message ids"), self._transaction():
             cursor = await self.db.execute("DELETE FROM message_ids WHERE at < ?", (before,))
             return cursor.rowcount
 
+    @_shielded
     async def tell_group_once(self, group_key: str, at: float) -> bool:
         async with self._guard("remember a group"), self._transaction():
             cursor = await self.db.execute(
@@ -890,6 +1008,7 @@ class SqliteStore(Store):
         ):
             return {(day, name): value async for day, name, value in cursor}
 
+    @_shielded
     async def purge(self, before: float) -> Purged:
         async with self._guard("purge old records"), self._transaction():
             old = await self._select_escalations("at < ?", (before,), None)

@@ -23,6 +23,7 @@ import itertools
 import json
 import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -170,6 +171,10 @@ class FakeBotApi:
         self.webhook: dict[str, Any] | None = None
         self.chats: dict[int, dict[str, Any]] = {}
         self.messages: dict[tuple[int, int], Sent] = {}
+        self._chat_messages: dict[int, list[Sent]] = {}
+        """Each chat's messages in the order they were made (their ids only grow), so ``sent`` need not sort."""
+        self.delivered_to: Counter[int] = Counter()
+        """Messages the bot sent successfully, per chat (cheap to read while thousands flow)."""
         self.blocked: set[int] = set()
         self.callback_answers: dict[str, dict[str, Any]] = {}
         self.enqueued = 0
@@ -276,9 +281,7 @@ class FakeBotApi:
             message["text"] = text
             if text.startswith("/"):
                 message["entities"] = [{"type": "bot_command", "offset": 0, "length": len(text.split()[0])}]
-        self.messages[(chat["id"], message["message_id"])] = Sent(
-            chat["id"], message["message_id"], message["date"], text or "", from_bot=False
-        )
+        self._keep(Sent(chat["id"], message["message_id"], message["date"], text or "", from_bot=False))
         return self.enqueue({"message": message})
 
     say = send
@@ -321,13 +324,13 @@ class FakeBotApi:
 
     # --- what the bot did --------------------------------------------------------------------------------
 
+    def _keep(self, message: Sent) -> None:
+        self.messages[(message.chat_id, message.message_id)] = message
+        self._chat_messages.setdefault(message.chat_id, []).append(message)
+
     def sent(self, chat_id: int, *, include_deleted: bool = False) -> list[Sent]:
         """The bot's messages in a chat, oldest first."""
-        return [
-            m
-            for (chat, _), m in sorted(self.messages.items())
-            if chat == chat_id and m.from_bot and (include_deleted or not m.deleted)
-        ]
+        return [m for m in self._chat_messages.get(chat_id, []) if m.from_bot and (include_deleted or not m.deleted)]
 
     def requests(self, method: str, chat_id: int | None = None) -> list[Call]:
         """The bot's requests to ``method`` (for one chat), in order, with the status each got."""
@@ -566,7 +569,8 @@ class FakeBotApi:
             rows,
             bool(params.get("protect_content")),
         )
-        self.messages[(chat_id, message.message_id)] = message
+        self._keep(message)
+        self.delivered_to[chat_id] += 1
         return self._message_json(message)
 
     async def _api_editMessageText(self, params: dict[str, Any]) -> dict[str, Any]:

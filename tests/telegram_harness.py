@@ -38,14 +38,9 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def settings_for(tmp_path: Path, content_dir: Path = REPO, reload_seconds: float = 3.0) -> Settings:
+def settings_for(tmp_path: Path, content_dir: Path = REPO) -> Settings:
     """Core settings on a fresh SQLite file."""
-    return Settings(
-        db_path=tmp_path / "data" / "bot.sqlite3",
-        content_dir=content_dir,
-        secret="s" * 32,
-        reload_seconds=reload_seconds,
-    )
+    return Settings(db_path=tmp_path / "data" / "bot.sqlite3", content_dir=content_dir, secret="s" * 32)
 
 
 def telegram_for(api: FakeBotApi, **changes: Any) -> TelegramSettings:
@@ -115,24 +110,27 @@ async def telegram_bot(
     webhook: bool = False,
     store: Store | None = None,
     content_dir: Path = REPO,
-    reload_seconds: float = 3.0,
+    core: dict[str, Any] | None = None,
     **changes: Any,
 ) -> AsyncIterator[Running]:
-    """Run the bot against ``api`` for the duration of the block, then stop it cleanly."""
+    """Run the bot against ``api`` for the duration of the block, then stop it cleanly.
+
+    ``core`` changes the core settings (e.g. ``reload_seconds``), ``changes`` the Telegram settings.
+    """
     api.group(OPERATORS, "Operators")
     if webhook:
         port = free_port()
         changes = {
             "webhook_url": f"http://127.0.0.1:{port}/telegram",
             "webhook_secret": WEBHOOK_SECRET,
-            "webhook_port": port,
+            "http_port": port,
             **changes,
         }
     stop = asyncio.Event()
     ready: asyncio.Future[tuple[TelegramBot, HttpServer | None]] = asyncio.get_running_loop().create_future()
     task = asyncio.create_task(
         run_telegram(
-            settings_for(tmp_path, content_dir, reload_seconds),
+            dataclasses.replace(settings_for(tmp_path, content_dir), **(core or {})),
             telegram_for(api, **changes),
             webhook=webhook,
             stop=stop,

@@ -58,3 +58,27 @@ def test_bench_help_has_an_example() -> None:
         [sys.executable, "-m", "bench", "engine", "--help"], capture_output=True, text=True, cwd=REPO, check=True
     )
     assert "python -m bench engine" in result.stdout
+
+
+def test_the_telegram_benchmark_runs_both_bots_and_reports_json() -> None:
+    command = "bench telegram --runs 1 --messages 60 --users 10 --paced 10 --rate 50 --json"
+    result = subprocess.run(
+        [sys.executable, "-m", *command.split()], capture_output=True, text=True, cwd=REPO, timeout=300, check=False
+    )
+    assert result.returncode in (0, 1), result.stderr
+    report = json.loads(result.stdout)
+    assert {"cpu", "cores", "python", "date", "load_average"} <= set(report["machine"])
+    assert set(report["bots"]) == {"echo", "unhooked"}
+    ours = report["bots"]["unhooked"]
+    assert ours["delivery"] == {"lost": 0, "duplicated": 0, "reordered": 0}
+    assert ours["best_messages_per_second"] > 0 and ours["peak_rss_mb"] > 10
+    assert set(report["verdict"]["met"]) == {"throughput", "memory", "startup", "delivery"}
+    assert [run["bot"] for run in report["all_runs"]] == ["echo", "unhooked"]
+    assert "unhooked run 1/1" in result.stderr
+
+
+def test_bench_telegram_help_has_an_example() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "telegram", "--help"], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert "python -m bench telegram" in result.stdout

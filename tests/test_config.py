@@ -73,7 +73,8 @@ def test_telegram_settings_read_every_variable() -> None:
             "UNHOOKED_PROTECT_CONTENT": "no",
             "UNHOOKED_WEBHOOK_URL": "https://bot.example.org/hook/tg",
             "UNHOOKED_WEBHOOK_SECRET": "x" * 20,
-            "UNHOOKED_WEBHOOK_PORT": "9000",
+            "UNHOOKED_HTTP_PORT": "9000",
+            "UNHOOKED_HTTP_LISTEN": "10.0.0.5",
             "UNHOOKED_POLL_TIMEOUT": "2.5",
             "UNHOOKED_SENDS_PER_SECOND": "10",
             "UNHOOKED_MAX_CONCURRENT_CHATS": "4",
@@ -81,7 +82,8 @@ def test_telegram_settings_read_every_variable() -> None:
     )
     assert settings.api_base_url == "http://127.0.0.1:8081/bot"
     assert settings.operator_chat_id == -1001234 and settings.admin_ids == {11, 22, 33}
-    assert settings.protect_content is False and settings.webhook_port == 9000
+    assert settings.protect_content is False and settings.http_port == 9000 and settings.http_listen == "10.0.0.5"
+    assert settings.server_port(webhook=False) == settings.server_port(webhook=True) == 9000
     assert settings.poll_timeout == 2.5 and settings.sends_per_second == 10.0 and settings.max_concurrent_chats == 4
     assert settings.webhook_path == "/hook/tg"
     settings.check_webhook()
@@ -92,6 +94,32 @@ def test_telegram_defaults_and_the_token_stays_out_of_the_repr() -> None:
     assert (settings.api_base_url, settings.operator_chat_id, settings.admin_ids) == (None, None, frozenset())
     assert settings.protect_content is True and settings.poll_timeout == 30.0
     assert "AAE-abc_DEF" not in repr(settings)
+    assert (settings.http_listen, settings.server_port(webhook=False), settings.server_port(webhook=True)) == (
+        "127.0.0.1",
+        None,
+        8080,
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("http", "UNHOOKED_HTTP_PORT must be a whole number, e.g. UNHOOKED_HTTP_PORT=8080"),
+        ("0", "UNHOOKED_HTTP_PORT must be greater than zero"),
+        ("70000", "UNHOOKED_HTTP_PORT must be a port number from 1 to 65535"),
+    ],
+)
+def test_a_bad_http_port_says_what_to_set(raw: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        TelegramSettings.from_env({**TOKEN_ENV, "UNHOOKED_HTTP_PORT": raw})
+
+
+def test_the_webhook_cannot_take_the_health_or_metrics_path() -> None:
+    settings = TelegramSettings.from_env(
+        {**TOKEN_ENV, "UNHOOKED_WEBHOOK_URL": "https://x.org/healthz", "UNHOOKED_WEBHOOK_SECRET": "x" * 20}
+    )
+    with pytest.raises(ConfigError, match="where the bot serves its health and metrics"):
+        settings.check_webhook()
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,12 @@ wheel the Dockerfile installs, into a fresh virtual environment, and runs it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -24,8 +26,12 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from tests.fake_bot_api import FakeBotApi
+from tests.telegram_harness import free_port
+from tests.test_telegram_process import ended, start
 
 DEPLOY = REPO / "deploy"
+EVERY_ADDRESS = "0.0.0.0"  # noqa: S104 - inside a container, so that a published port reaches the bot
 
 
 def instructions(dockerfile: Path) -> list[tuple[str, str]]:
@@ -159,6 +165,38 @@ def test_the_healthcheck_passes_on_200_and_fails_on_503_or_no_answer(health_serv
     assert probe(port).returncode == 1
 
 
+async def test_the_healthcheck_against_the_real_bot_follows_its_health(api: FakeBotApi, tmp_path: Path) -> None:
+    """The image's settings (UNHOOKED_HTTP_PORT, UNHOOKED_HTTP_LISTEN) and its HEALTHCHECK, against `bot run`."""
+    env = " ".join(arguments for word, arguments in final_stage(DEPLOY / "Dockerfile") if word == "ENV")
+    image = dict(pair.split("=", 1) for pair in env.split())
+    assert image["UNHOOKED_HTTP_LISTEN"] == EVERY_ADDRESS and image["UNHOOKED_HTTP_PORT"] == "8080"
+    port = free_port()
+    content = tmp_path / "content"
+    for folder in ("intents", "responses", "source", "policy", "safety"):
+        shutil.copytree(REPO / folder, content / folder)
+    bot = await start(
+        api,
+        tmp_path,
+        "image",
+        UNHOOKED_HTTP_LISTEN=image["UNHOOKED_HTTP_LISTEN"],
+        UNHOOKED_HTTP_PORT=str(port),
+        UNHOOKED_CONTENT_DIR=str(content),
+        UNHOOKED_RELOAD_SECONDS="0.1",
+    )
+    try:
+        async with asyncio.timeout(30):
+            while (await asyncio.to_thread(probe, port)).returncode != 0:
+                await asyncio.sleep(0.1)
+        shutil.rmtree(content)  # the content check fails: the last reload was refused
+        async with asyncio.timeout(30):
+            while (unhealthy := await asyncio.to_thread(probe, port)).returncode == 0:
+                await asyncio.sleep(0.1)
+        assert "503" in unhealthy.stderr
+    finally:
+        bot.send_signal(signal.SIGTERM)
+        assert await ended(bot) == 0
+
+
 # compose.yaml
 
 
@@ -204,6 +242,7 @@ def test_compose_publishes_the_http_port_on_loopback_only(compose: dict) -> None
     bot = compose["services"]["bot"]
     port = bot["environment"]["UNHOOKED_HTTP_PORT"]
     assert bot["ports"] == [f"127.0.0.1:{port}:{port}"]
+    assert bot["environment"]["UNHOOKED_HTTP_LISTEN"] == EVERY_ADDRESS
     assert bot["read_only"] is True and "ALL" in bot["cap_drop"]
 
 

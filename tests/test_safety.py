@@ -6,10 +6,13 @@ import random
 import re
 
 import pytest
+import yaml
 
 from bot import lexicon, resources, safety
+from bot.content import Catalog
 from bot.lexicon import FLOOR
 from bot.models import Detection, Level, ReplyKind, Track
+from tests.conftest import REPO
 from tests.test_safety_corpus import MUST_CATCH, MUST_NOT
 
 NUMBERS = {
@@ -266,3 +269,15 @@ class TestPrefilter:
             if chooser.random() < 0.3:
                 text = text.upper().replace("I", "1")
             assert safety.fired(text) == safety.fired(text, prefilter=False), text
+
+    def test_it_never_changes_what_fires_with_the_moderators_patterns_too(self, catalog: Catalog) -> None:
+        rules = FLOOR + catalog.safety_rules
+        assert catalog.safety_rules, "the shipped content has no patterns of its own, so this would prove nothing"
+        patterns = yaml.safe_load((REPO / "safety" / "patterns.yml").read_text(encoding="utf-8"))
+        texts = [item["text"] for items in MUST_CATCH.values() for item in items]
+        texts += [example for entry in patterns["patterns"] for example in entry.get("examples", [])]
+        chooser = random.Random(20261130)  # noqa: S311 - a fixed seed, so failures reproduce
+        for _ in range(500):
+            text = " ".join(chooser.sample(texts, chooser.randint(1, 4)))
+            assert safety.fired(text, rules) == safety.fired(text, rules, prefilter=False), text
+        assert safety.fired("i want to die", list(rules)) == safety.fired("i want to die", rules)

@@ -4,15 +4,20 @@ or stored byte of a whole terminal session, at DEBUG."""
 from __future__ import annotations
 
 import ast
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from bot.config import PACKAGE_DIR
 from tests.conftest import REPO
+from tests.fake_bot_api import STICKER, FakeBotApi
+from tests.telegram_harness import free_port
 from tests.test_cli import run
+from tests.test_telegram_process import ended, start
 
 SQL_CALLS = {"execute", "executemany", "executescript"}
 ALLOWED = {("store.py", "_select_escalations")}
@@ -153,3 +158,71 @@ def test_payload_echoing_libraries_stay_quiet_at_debug() -> None:
     )
     assert "our own debug line" in result.stderr
     assert "okapi" not in result.stderr and "SECRET" not in result.stderr
+
+
+# Logs of a whole Telegram session, errors and retries included
+
+PEOPLE = {918273645: "quokka", 918273646: "axolotl", 918273647: "pangolin", 918273648: "narwhal"}
+ADMIN_ID, OPERATORS_ID, GROUP_ID = 918273650, -1009182736511, -1009182736522
+
+
+async def test_a_telegram_session_logs_no_token_no_raw_id_and_no_message_text(api: FakeBotApi, tmp_path: Path) -> None:
+    """``python -m bot run`` at DEBUG through 429s, 5xx, dropped connections, a failing poll, a blocked person,
+    an alert Telegram refuses, admin commands from someone who is not an admin, /forget, /erase, a group, an
+    edit and a sticker: then every log line, and the /healthz and /metrics answers, are searched."""
+    alice, bob, carol, dave = PEOPLE
+    port = free_port()
+    api.fail("getUpdates", 502)
+    api.fail("sendMessage", 429, retry_after=1, chat_id=alice)
+    api.fail("sendMessage", 500, chat_id=bob)
+    api.disconnect("sendMessage", chat_id=bob)
+    api.block(dave)
+    # No api.group(OPERATORS_ID): every alert to the operators' chat is refused ("chat not found").
+    api.send(alice, f"why do I miss him {PEOPLE[alice]}")
+    api.send(bob, f"I want to die {PEOPLE[bob]}")
+    api.send(carol, f"/reload {PEOPLE[carol]}")
+    api.send(carol, f"/stats {PEOPLE[carol]}")
+    api.send(dave, f"hello {PEOPLE[dave]}")
+    api.send(alice, f"he said he will kill me {PEOPLE[alice]}", chat_id=GROUP_ID)
+    api.send(alice, None, **STICKER)
+    api.send(carol, f"tell me more {PEOPLE[carol]}")
+    api.send(ADMIN_ID, "/stats")
+    bot = await start(
+        api,
+        tmp_path,
+        "session",
+        UNHOOKED_LOG_LEVEL="DEBUG",
+        UNHOOKED_OPERATOR_CHAT_ID=str(OPERATORS_ID),
+        UNHOOKED_ADMIN_IDS=str(ADMIN_ID),
+        UNHOOKED_HTTP_PORT=str(port),
+    )
+    try:
+        await api.wait_for(lambda: api.delivered_to[ADMIN_ID] == 1 and api.delivered_to[carol] >= 3, timeout=30)
+        api.edit(carol, api.messages[(carol, 3)].message_id, f"I want to die {PEOPLE[carol]}")
+        api.send(carol, "/forget")
+        await api.wait_for(lambda: api.delivered_to[carol] >= 5, timeout=30)
+        asked = api.sent(carol)[-1]
+        query = api.tap(carol, asked, "forget:yes")
+        api.send(alice, "/erase")
+        await api.wait_for(lambda: api.delivered_to[alice] >= 3 and query in api.callback_answers, timeout=30)
+        assert asked.edits == 1 and "deleted" in asked.text.lower()
+        async with aiohttp.ClientSession() as session:
+            served = ""
+            for path in ("/healthz", "/metrics"):
+                async with session.get(f"http://127.0.0.1:{port}{path}") as response:
+                    served += await response.text()
+    finally:
+        bot.send_signal(signal.SIGTERM)
+        assert await ended(bot) == 0
+    logs = (tmp_path / "session.log").read_text()
+    assert " DEBUG " in logs, "logging was not at DEBUG, so this search would prove nothing"
+    for expected in ("Telegram asked to wait", "sendMessage failed", "getUpdates failed", "has blocked the bot"):
+        assert expected in logs, f"the session did not go through '{expected}', so the search proves less"
+    assert "alert for escalation" in logs and '"event": "escalation"' in logs
+    assert "Content reloaded" not in "".join(m.text for m in api.sent(carol))  # /reload refused a non-admin
+    assert "Today (" not in "".join(m.text for m in api.sent(carol))  # /stats refused a non-admin
+    assert "Today (" in api.sent(ADMIN_ID)[0].text
+    raw_ids = [str(number) for number in (*PEOPLE, ADMIN_ID, OPERATORS_ID, GROUP_ID)]
+    secrets = [api.token, api.token.split(":")[1], "s" * 32]
+    leaks = [marker for marker in [*PEOPLE.values(), *raw_ids, *secrets] if marker in logs or marker in served]
+    assert leaks == [], f"logs or health/metrics hold {leaks}"

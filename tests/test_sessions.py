@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Mapping
 
 from bot.models import Session
-from bot.sessions import Sessions
+from bot.sessions import RECENT_SECONDS, Sessions
 from bot.store import MemoryStore
 
 
@@ -54,4 +54,39 @@ async def test_a_flush_returns_only_once_a_flush_under_way_is_written() -> None:
     await second
     assert await store.counts("1970-01-01") == {"messages": 1}
     await first
+    await sessions.aclose()
+
+
+class CountingStore(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    async def load_session(self, user_key: str) -> Session | None:
+        self.reads += 1
+        return await super().load_session(user_key)
+
+
+async def test_a_session_just_written_is_served_from_memory_for_a_while() -> None:
+    store, now = CountingStore(), [0.0]
+    sessions = Sessions(store, flush_delay=0, clock=lambda: now[0])
+    sessions.put(Session(user_key="k", first_seen=1.0, last_seen=1.0, turns=1))
+    await sessions.flush()
+    assert (await sessions.get("k", 2.0)).turns == 1 and store.reads == 0
+    now[0] += RECENT_SECONDS + 1
+    assert (await sessions.get("k", 2.0)).turns == 1 and store.reads == 1  # read again after a while
+    await sessions.aclose()
+
+
+async def test_a_forgotten_session_is_not_served_from_memory_even_if_it_was_being_written() -> None:
+    store = SlowStore()
+    sessions = Sessions(store, flush_delay=0)
+    sessions.put(Session(user_key="k", first_seen=1.0, last_seen=1.0, turns=5))
+    writing = asyncio.create_task(sessions.flush())
+    await asyncio.sleep(0)
+    sessions.drop("k")  # /forget while the write is under way
+    store.go_on.set()
+    await writing
+    await store.forget("k")
+    assert (await sessions.get("k", 2.0)).turns == 0
     await sessions.aclose()

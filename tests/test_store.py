@@ -10,7 +10,17 @@ import pytest
 
 from bot.errors import StoreError
 from bot.models import Escalation, Level, Session, Track
-from bot.store import MIGRATIONS, MemoryStore, Migration, Purged, SqliteStore, Store, check_migrations
+from bot.store import (
+    MIGRATIONS,
+    TABLE_COUNTS,
+    Answered,
+    MemoryStore,
+    Migration,
+    Purged,
+    SqliteStore,
+    Store,
+    check_migrations,
+)
 
 
 def session(key: str = "k1", **changes) -> Session:
@@ -117,24 +127,24 @@ class TestStoreContract:
             (2, '{"update_id": 2}'),
             (3, '{"update_id": 3}'),
         ]
-        await store.answer_update(2, 12.0)
+        await store.answer_updates([Answered(2)], 12.0)
         assert [update_id for update_id, _ in await store.unanswered_updates()] == [1, 3]
         assert await store.record_updates([(2, '{"update_id": 2}')], 13.0) == []
         assert await store.record_updates([], 13.0) == []
 
     async def test_answered_update_ids_are_purged_after_a_while(self, store: Store) -> None:
         await store.record_updates([(1, "{}"), (2, "{}"), (3, "{}")], 10.0)
-        await store.answer_update(1, 20.0)
-        await store.answer_update(2, 40.0)
+        await store.answer_updates([Answered(1)], 20.0)
+        await store.answer_updates([Answered(2)], 40.0)
         assert await store.purge_updates(before=30.0) == 1
         assert await store.record_updates([(1, "{}"), (2, "{}")], 50.0) == [1]
         assert [update_id for update_id, _ in await store.unanswered_updates()] == [1, 3]
 
     async def test_message_ids_are_remembered_per_chat_when_an_update_is_answered(self, store: Store) -> None:
         await store.record_updates([(1, "{}")], 10.0)
-        await store.answer_update(1, 10.0, "chat-a", [5, 6])
-        await store.answer_update(2, 20.0, "chat-a", [7, 6])
-        await store.answer_update(3, 20.0, "chat-b", [5])
+        await store.answer_updates([Answered(1, "chat-a", (5, 6))], 10.0)
+        await store.answer_updates([Answered(2, "chat-a", (7, 6))], 20.0)
+        await store.answer_updates([Answered(3, "chat-b", (5,))], 20.0)
         assert await store.message_ids("chat-a") == [5, 6, 7]
         assert await store.purge_message_ids(before=15.0) == 2
         assert await store.message_ids("chat-a") == [7]
@@ -143,11 +153,23 @@ class TestStoreContract:
         assert await store.message_ids("chat-b") == [5]
 
     async def test_forget_removes_the_persons_message_ids(self, store: Store) -> None:
-        await store.answer_update(1, 10.0, "k1", [5, 6])
-        await store.answer_update(2, 10.0, "k2", [5])
+        await store.answer_updates([Answered(1, "k1", (5, 6))], 10.0)
+        await store.answer_updates([Answered(2, "k2", (5,))], 10.0)
         assert await store.forget("k1") == 2
         assert await store.message_ids("k1") == []
         assert await store.message_ids("k2") == [5]
+
+    async def test_a_batch_of_answered_updates_is_marked_in_one_go(self, store: Store) -> None:
+        await store.record_updates([(1, "{}"), (2, "{}"), (3, "{}")], 10.0)
+        await store.answer_updates([Answered(1, "chat-a", (5,)), Answered(3, "chat-b", (6, 7)), Answered(99)], 20.0)
+        assert [update_id for update_id, _ in await store.unanswered_updates()] == [2]
+        assert (await store.message_ids("chat-a"), await store.message_ids("chat-b")) == ([5], [6, 7])
+        await store.answer_updates([Answered(1)], 30.0)  # marking again changes nothing
+        await store.answer_updates([], 30.0)
+        assert await store.purge_updates(before=25.0) == 2
+
+    async def test_a_store_that_answers_passes_the_ping(self, store: Store) -> None:
+        await store.ping()
 
     async def test_a_group_is_told_once(self, store: Store) -> None:
         assert await store.tell_group_once("g1", 10.0) is True
@@ -201,18 +223,33 @@ class TestStoreContract:
 
     async def test_a_backup_holds_everything_stored(self, store: Store, tmp_path: Path) -> None:
         await store.save_sessions([session("k1"), session("k2", crisis_level=Level.CRISIS, crisis_at=150.0)])
-        await store.record_escalations([escalation("a"), escalation("b", at=200.0)])
+        await store.record_escalations([escalation("b", at=200.0), escalation("a")])
         await store.acknowledge("a", "sam", 300.0)
         await store.add_counts({("2026-11-29", "messages"): 7})
+        await store.record_updates([(1, '{"update_id": 1}'), (2, '{"update_id": 2}')], 400.0)
+        await store.answer_updates([Answered(1, "k1", (5, 6))], 410.0)
+        await store.tell_group_once("g1", 420.0)
         done = await store.backup(tmp_path / "backup.sqlite3")
-        assert done.rows == {"sessions": 2, "escalations": 2, "daily_counts": 1}
+        assert done.rows == {
+            "sessions": 2,
+            "escalations": 2,
+            "daily_counts": 1,
+            "updates": 2,
+            "message_ids": 2,
+            "told_groups": 1,
+        }
         assert done.migrations == tuple(m.name for m in MIGRATIONS)
         assert done.size == (tmp_path / "backup.sqlite3").stat().st_size > 0
         assert (tmp_path / "backup.sqlite3").stat().st_mode & 0o777 == 0o600
         async with SqliteStore(tmp_path / "backup.sqlite3") as copy:
             assert await copy.load_session("k2") == await store.load_session("k2")
             assert await copy.escalations() == await store.escalations()
+            assert await copy.escalation_feed() == await store.escalation_feed()
             assert await copy.counts("2026-11-29") == {"messages": 7}
+            assert await copy.unanswered_updates() == [(2, '{"update_id": 2}')]
+            assert await copy.message_ids("k1") == [5, 6]
+            assert await copy.tell_group_once("g1", 500.0) is False
+            assert await copy.purge_updates(before=410.5) == 1  # the answered time came along too
         assert sorted(p.name for p in tmp_path.iterdir() if "backup" in p.name) == ["backup.sqlite3"]
 
     async def test_a_backup_never_replaces_a_file_unless_asked(self, store: Store, tmp_path: Path) -> None:
@@ -250,6 +287,37 @@ class TestStoreContract:
     async def test_close_twice_is_harmless(self, store: Store) -> None:
         await store.close()
         await store.close()
+
+
+async def test_a_backup_counts_the_rows_of_every_table_the_migrations_create(tmp_path: Path) -> None:
+    async with (
+        SqliteStore(tmp_path / "db.sqlite3") as store,
+        store.db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != '_migrations'"
+        ) as cursor,
+    ):
+        tables = {row[0] async for row in cursor}
+    assert set(TABLE_COUNTS) == tables
+
+
+async def test_a_write_whose_caller_gave_up_still_ends_and_the_next_write_works(tmp_path: Path) -> None:
+    """A timed-out caller under another process's lock must not leave the shared connection in a transaction."""
+    path = tmp_path / "db.sqlite3"
+    async with SqliteStore(path) as store:
+        locker = sqlite3.connect(path, isolation_level=None)
+        locker.execute("BEGIN IMMEDIATE")
+        release = asyncio.get_running_loop().call_later(0.5, locker.rollback)
+        try:
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.1):
+                    await store.save_sessions([session("given-up")])
+            await store.save_sessions([session("next")])
+        finally:
+            release.cancel()
+            locker.close()
+        assert not store.db.in_transaction
+        assert await store.load_session("given-up") is not None  # it finished on its own, after the lock went
+        assert await store.load_session("next") is not None
 
 
 async def test_sqlite_sessions_survive_a_restart(tmp_path: Path) -> None:
@@ -357,7 +425,7 @@ async def test_sqlite_takes_concurrent_writes_from_many_tasks(tmp_path: Path) ->
     async with SqliteStore(tmp_path / "db.sqlite3") as store:
         await asyncio.gather(
             *(store.save_sessions([session(f"k{n}")]) for n in range(20)),
-            *(store.answer_update(n, 1.0, "chat", [n]) for n in range(20)),
+            *(store.answer_updates([Answered(n, "chat", (n,))], 1.0) for n in range(20)),
             *(store.record_escalations([escalation(f"e{n}")]) for n in range(20)),
         )
         assert len(await store.message_ids("chat")) == 20
@@ -367,6 +435,6 @@ async def test_sqlite_takes_concurrent_writes_from_many_tasks(tmp_path: Path) ->
 async def test_sqlite_keeps_no_update_text_once_answered(tmp_path: Path) -> None:
     async with SqliteStore(tmp_path / "db.sqlite3") as store:
         await store.record_updates([(1, '{"text": "my words"}'), (2, '{"text": "other words"}')], 1.0)
-        await store.answer_update(1, 2.0)
+        await store.answer_updates([Answered(1)], 2.0)
         async with store.db.execute("SELECT update_id, raw IS NULL, answered_at FROM updates ORDER BY 1") as cursor:
             assert await cursor.fetchall() == [(1, 1, 2.0), (2, 0, None)]

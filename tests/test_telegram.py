@@ -274,7 +274,7 @@ async def test_a_broken_edit_is_refused_and_the_operators_are_told(
     api: FakeBotApi, tmp_path: Path, mini_content
 ) -> None:
     root = mini_content()
-    async with telegram_bot(api, tmp_path, content_dir=root, reload_seconds=0.05) as tg:
+    async with telegram_bot(api, tmp_path, content_dir=root, core={"reload_seconds": 0.05}) as tg:
         (root / "intents" / "hello.yml").write_text("id: [broken\n")
         [alert] = await tg.api.wait_sent(OPERATORS, 1)
         assert alert.text.startswith("content reload refused (1 errors); the previous content keeps serving:")

@@ -127,7 +127,7 @@ async def _refuse(self: DownStore, *args: object, **kwargs: object) -> None:
 
 for _name in (
     "load_session", "save_sessions", "forget", "add_counts", "counts", "record_escalations", "escalations",
-    "acknowledge", "mark_alerted", "unalerted", "record_updates", "answer_update", "unanswered_updates",
+    "acknowledge", "mark_alerted", "unalerted", "record_updates", "answer_updates", "unanswered_updates",
     "purge_updates", "message_ids", "drop_message_ids", "purge_message_ids", "tell_group_once",
 ):  # fmt: skip
     setattr(DownStore, _name, _refuse)
@@ -175,3 +175,16 @@ async def test_500_messages_from_50_people_are_each_answered_once_and_in_order(
         assert [message.text for message in tg.api.sent(person)] == expected[person]
     sends = [call for call in tg.api.requests("sendMessage") if call.params["chat_id"] in said]
     assert len(sends) == sum(len(replies) for replies in expected.values())
+
+
+async def test_an_update_that_cannot_be_read_is_skipped_and_polling_goes_on(
+    tg: Running, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = tg.api.enqueue({"message": {"message_id": "not a number", "chat": "not a chat", "text": "my words"}})
+    tg.api.send(ALICE, "hello")
+    await tg.api.wait_sent(ALICE, 1)
+    await tg.api.wait_for(lambda: tg.api.confirmed_below > broken)
+    assert tg.api.handed_out.count(broken) == 1  # confirmed with its batch, not fetched again and again
+    [record] = [r for r in caplog.records if "cannot be read" in r.getMessage()]
+    assert record.getMessage().startswith(f"update {broken} from Telegram cannot be read")
+    assert "my words" not in record.getMessage()

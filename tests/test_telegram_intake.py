@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from telegram import Update
 
+from bot.adapters import telegram_intake as intake
 from bot.adapters.telegram_intake import KEEP_IDS_FOR, Journal, Lanes
+from bot.errors import StoreError
+from bot.health import STORE, Faults
 from bot.store import MemoryStore
 from tests.conftest import Clock
 
@@ -29,6 +33,72 @@ async def test_a_journalled_update_is_admitted_once_and_its_id_kept_48_hours(clo
     await journal.purge()
     assert await store.message_ids("chat-7") == []
     assert [u.update_id for u in await Journal(store, clock).admit([update(1, 7)])] == [1]
+    await journal.aclose()
+
+
+class CountingStore(MemoryStore):
+    """Counts the transactions that mark updates answered, and can be made to hold them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[int]] = []
+        self.go_on = asyncio.Event()
+        self.go_on.set()
+
+    async def answer_updates(self, answered, at):
+        await self.go_on.wait()
+        self.batches.append([done.update_id for done in answered])
+        await super().answer_updates(answered, at)
+
+
+async def test_marks_queued_while_one_batch_is_written_go_together_in_the_next(clock: Clock) -> None:
+    store = CountingStore()
+    journal = Journal(store, clock)
+    await journal.admit([update(n, n) for n in range(1, 8)])
+    store.go_on.clear()
+    first = asyncio.create_task(journal.answered(update(1, 1), None, []))
+    await asyncio.sleep(0.01)  # the writer took the first mark and waits on the store
+    others = [asyncio.create_task(journal.answered(update(n, n), None, [])) for n in range(2, 8)]
+    await asyncio.sleep(0.01)
+    assert journal.pending_marks == 6 and not first.done()
+    store.go_on.set()
+    await asyncio.gather(first, *others)  # each returns once its mark is written
+    assert store.batches == [[1], [2, 3, 4, 5, 6, 7]]
+    await journal.aclose()
+    assert await store.unanswered_updates() == []
+
+
+class FailingMarks(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.refusals = 2
+
+    async def answer_updates(self, answered, at):
+        if self.refusals:
+            self.refusals -= 1
+            raise StoreError("disk I/O error")
+        await super().answer_updates(answered, at)
+
+
+async def test_marks_the_store_refused_are_written_when_it_takes_them_again(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(intake, "MARK_RETRY_DELAYS", (0.01,))
+    store = FailingMarks()
+    faults = Faults()
+    journal = Journal(store, clock, faults=faults)
+    await journal.admit([update(1, 1), update(2, 2)])
+    monkeypatch.setattr(intake, "MARK_WAIT", 0.001)  # the chat waits this long for a mark, then goes on
+    await journal.answered(update(1, 1), "k", [9])
+    await asyncio.sleep(0.005)
+    assert list(faults.of(STORE)) == ["update journal"]
+    await journal.answered(update(2, 2), None, [])
+    async with asyncio.timeout(5):
+        while await store.unanswered_updates():
+            await asyncio.sleep(0.01)
+    assert await store.message_ids("k") == [9]
+    assert faults.of(STORE) == {}
+    await journal.aclose()
 
 
 async def test_lanes_keep_each_chat_in_order_and_serve_chats_at_once() -> None:

@@ -85,3 +85,55 @@ async def test_alerts_give_up_after_three_tries_for_the_escalator_to_retry_later
     with pytest.raises(NetworkError):
         await send(sender, telegram, "alert", ALERT)
     assert len(telegram.failures) == 2
+
+
+async def test_no_more_than_the_pool_is_under_way_and_crisis_takes_the_next_free_connection() -> None:
+    sender = Sender(1000.0, connections=2)
+    gate = asyncio.Event()
+    under_way: list[str] = []
+    order: list[str] = []
+
+    def request(name: str):
+        async def call() -> dict:
+            under_way.append(name)
+            assert len(under_way) <= 2, f"{under_way} under way at once"
+            await gate.wait()
+            under_way.remove(name)
+            order.append(name)
+            return {"ok": True}
+
+        return call
+
+    def go(name: str, how: Send | None = None) -> asyncio.Task:
+        return asyncio.create_task(sender.process_request(request(name), (), {}, "sendMessage", {}, how))
+
+    first = [go("a"), go("b"), go("c")]
+    await asyncio.sleep(0.01)
+    crisis = go("crisis", CRISIS)
+    await asyncio.sleep(0.01)
+    assert under_way == ["a", "b"]  # c and the crisis reply wait for a connection
+    gate.set()
+    await asyncio.gather(*first, crisis)
+    assert order.index("crisis") < order.index("c")
+    await sender.shutdown()
+
+
+async def test_a_request_cancelled_while_waiting_gives_its_connection_back() -> None:
+    sender = Sender(1000.0, connections=1)
+    gate = asyncio.Event()
+    telegram = Telegram()
+
+    async def blocking() -> dict:
+        await gate.wait()
+        return {"ok": True}
+
+    holder = asyncio.create_task(sender.process_request(blocking, (), {}, "sendMessage", {}, None))
+    await asyncio.sleep(0.01)
+    waiting = asyncio.create_task(send(sender, telegram, "gave up"))
+    await asyncio.sleep(0.01)
+    waiting.cancel()
+    gate.set()
+    await holder
+    assert await send(sender, telegram, "next") == {"ok": True}
+    assert telegram.order == ["next"]
+    await sender.shutdown()

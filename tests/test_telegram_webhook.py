@@ -58,8 +58,13 @@ async def test_what_is_not_an_update_is_refused(api: FakeBotApi, tmp_path: Path)
         assert await post(tg, ["not", "an", "update"], secret) == 400
         url = tg.api.webhook["url"]
         async with aiohttp.ClientSession() as session:
-            async with session.post(url, data=b"{not json", headers=secret) as response:
-                assert response.status == 400
+            async with session.post(
+                url, data=b"{not json", headers={**secret, "Content-Type": "application/json"}
+            ) as r:
+                assert r.status == 400
+                assert await r.text() == "400 Bad Request: the body is not a Telegram update\n"
+            async with session.post(url, data=b'{"update_id": 1}', headers=secret) as response:
+                assert response.status == 415  # aiohttp sends bytes as application/octet-stream
             async with session.get(url, headers=secret) as response:
                 assert response.status == 405
 

@@ -19,13 +19,20 @@ import logging
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from telegram import Bot, Update
-from telegram.error import InvalidToken, RetryAfter, TelegramError
+from telegram.error import EndPointNotFound, InvalidToken, RetryAfter, TelegramError
 
 from bot.adapters.telegram_send import backoff, seconds
 from bot.errors import StoreError
-from bot.store import Store
+from bot.health import STORE, Faults, describe
+from bot.metrics import Metrics
+from bot.sessions import write_behind
+from bot.store import Answered, Store
+
+if TYPE_CHECKING:
+    from bot.adapters.telegram_health import TelegramMetrics
 
 log = logging.getLogger("unhooked.telegram.intake")
 
@@ -37,11 +44,19 @@ update for at most 24 hours, so 48 hours of ids is enough to never answer a rede
 and Telegram lets a bot delete messages for 48 hours."""
 PURGE_EVERY = 3600.0
 STORE_TIMEOUT = 2.0
-"""Seconds a journal write may take before the bot goes on without it (a crisis reply never waits longer)."""
+"""Seconds the Telegram side waits for the store in other work (/forget, the group notice, a batch of marks)."""
+JOURNAL_WAIT = 0.5
+"""Seconds a batch of updates waits to be journalled before it is answered anyway. The write goes on and lands
+later (writes finish even when their callers stop waiting); only a crash before then could lose the batch."""
+MARK_WAIT = 0.25
+"""Seconds a chat waits for its last update's answered mark before its next update. Marks take milliseconds;
+this only matters while the store is failing, when a crisis message must not wait behind it."""
 RECENT_IDS = 10_000
 """Update ids remembered in memory, to deduplicate even while the store is down."""
 MAX_PENDING = 1_000
 """Updates waiting to be answered before polling pauses to let the bot catch up."""
+MARK_RETRY_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+"""Back-off between failed writes of answered marks; the last one repeats while the store stays down."""
 
 
 def lane_of(update: Update) -> int:
@@ -58,12 +73,38 @@ class Journal:
     say nothing about anyone. So ``/forget`` has nothing to delete here: that person's earlier updates are
     already answered (a chat's updates are answered in order), and the ``/forget`` update's own text goes
     the moment it is answered, like every other.
+
+    Answered marks are written in batches (group commit): ``answered`` queues the mark and waits, and one
+    writer task writes every mark queued meanwhile in one transaction, then the next batch. Under load that
+    is one commit for many updates instead of one each. Each chat waits for its mark before its next update,
+    so a crash between a reply reaching Telegram and its mark reaching the disk can catch at most one update
+    per chat being answered (``UNHOOKED_MAX_CONCURRENT_CHATS`` in all): those are answered again at the next
+    start. Telegram's sendMessage has no idempotency key and a bot cannot read what it sent, so no order of
+    "send" and "mark" closes that window; marking first would lose replies instead of repeating them.
     """
 
-    def __init__(self, store: Store, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Callable[[], float] = time.time,
+        *,
+        metrics: Metrics | None = None,
+        faults: Faults | None = None,
+    ) -> None:
         self.store = store
         self._clock = clock
+        self.metrics = metrics or Metrics()
+        self.faults = faults or Faults()
         self._recent: OrderedDict[int, None] = OrderedDict()
+        self._marks: list[tuple[Answered, asyncio.Future[None]]] = []
+        self._marking = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._writer: asyncio.Task[None] | None = None
+
+    @property
+    def pending_marks(self) -> int:
+        """Answered updates whose mark is not written yet."""
+        return len(self._marks)
 
     def _seen(self, update_id: int) -> bool:
         if update_id in self._recent:
@@ -73,27 +114,88 @@ class Journal:
             self._recent.popitem(last=False)
         return False
 
-    async def admit(self, updates: Sequence[Update]) -> list[Update]:
-        """Journal a batch in one transaction; return the updates to answer (none answered or under way)."""
-        new = [update for update in updates if not self._seen(update.update_id)]
+    async def admit(self, updates: Sequence[Update], raw: Sequence[object] | None = None) -> list[Update]:
+        """Journal a batch in one transaction; return the updates to answer (none answered or under way).
+
+        ``raw`` is each update's JSON as Telegram sent it, journalled as it is; without it the update is
+        turned back into JSON (PTB's ``to_dict``, a tenth of a millisecond each).
+        """
+        sent = raw if raw is not None else [None] * len(updates)
+        new = [(update, data) for update, data in zip(updates, sent, strict=True) if not self._seen(update.update_id)]
         if not new:
             return []
-        rows = [(update.update_id, json.dumps(update.to_dict(), ensure_ascii=False)) for update in new]
+        rows = [
+            (update.update_id, json.dumps(update.to_dict() if data is None else data, ensure_ascii=False))
+            for update, data in new
+        ]
         try:
-            async with asyncio.timeout(STORE_TIMEOUT):
+            async with asyncio.timeout(JOURNAL_WAIT):
                 fresh = set(await self.store.record_updates(rows, self._clock()))
         except (StoreError, TimeoutError) as error:
+            self._failed("journal_write", "update journal", error, JOURNAL_WAIT)
             log.error("could not journal %d updates (%s); answering them unguarded", len(new), type(error).__name__)
-            return new
-        return [update for update in new if update.update_id in fresh]
+            return [update for update, _ in new]
+        self.faults.clear(STORE, "update journal")
+        return [update for update, _ in new if update.update_id in fresh]
+
+    def _failed(self, operation: str, source: str, error: BaseException, waited: float = STORE_TIMEOUT) -> None:
+        self.metrics.store_errors.inc(operation)
+        self.faults.fail(STORE, source, describe(error, waited))
 
     async def answered(self, update: Update, chat_key: str | None, message_ids: Sequence[int]) -> None:
-        """Cross an update off (its text goes) and keep the chat's message ids for /erase."""
+        """Cross an update off (its text goes) and keep the chat's message ids for /erase; return once on disk.
+
+        The mark goes with the next batch; this waits for it at most ``MARK_WAIT`` (a store that is down does
+        not stop the chat: the writer keeps trying, and the update would be answered again after a crash).
+        """
+        written = asyncio.get_running_loop().create_future()
+        self._marks.append((Answered(update.update_id, chat_key, tuple(message_ids)), written))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._write_forever(), name="journal-marks")
+        self._wake.set()
+        await asyncio.wait({written}, timeout=MARK_WAIT)
+
+    async def flush(self) -> None:
+        """Write every queued mark now, after a batch under way; raises ``StoreError`` or ``TimeoutError``."""
+        async with self._marking:
+            if not self._marks:
+                return
+            batch, self._marks = self._marks, []
+            try:
+                async with asyncio.timeout(STORE_TIMEOUT):
+                    await self.store.answer_updates([mark for mark, _ in batch], self._clock())
+            except BaseException:
+                self._marks[:0] = batch  # written again with the next batch; marking twice is harmless
+                raise
+            for _, written in batch:
+                if not written.done():
+                    written.set_result(None)
+
+    async def _write_forever(self) -> None:
+        await write_behind(
+            self._wake, self.flush, self._marks_failed, self._marks_written, retry_delays=MARK_RETRY_DELAYS
+        )
+
+    def _marks_failed(self, error: Exception, pause: float) -> None:
+        self._failed("journal_mark", "update journal", error)
+        log.error(
+            "could not mark %d updates answered (%s); retrying in %ss", len(self._marks), type(error).__name__, pause
+        )
+
+    def _marks_written(self) -> None:
+        self.faults.clear(STORE, "update journal")
+
+    async def aclose(self) -> None:
+        """Write the queued marks (after a batch under way), then stop the writer."""
         try:
-            async with asyncio.timeout(STORE_TIMEOUT):
-                await self.store.answer_update(update.update_id, self._clock(), chat_key, message_ids)
+            await self.flush()
         except (StoreError, TimeoutError) as error:
-            log.error("could not mark update %d answered (%s)", update.update_id, type(error).__name__)
+            log.error("could not mark %d answered updates at shutdown (%s)", len(self._marks), type(error).__name__)
+        if self._writer is not None:
+            self._writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._writer
+            self._writer = None
 
     async def unanswered(self, bot: Bot) -> list[Update]:
         """Updates journalled by an earlier run and never answered, oldest first."""
@@ -110,7 +212,7 @@ class Journal:
             except (ValueError, TypeError, KeyError) as error:
                 log.error("journalled update %d is unreadable (%s); dropped", update_id, type(error).__name__)
                 with contextlib.suppress(StoreError):
-                    await self.store.answer_update(update_id, self._clock())
+                    await self.store.answer_updates([Answered(update_id)], self._clock())
         return found
 
     async def purge(self) -> None:
@@ -135,12 +237,19 @@ class Journal:
 class Lanes:
     """One lane per chat: a chat's updates one at a time, in order; different chats at once, up to ``limit``."""
 
-    def __init__(self, handle: Callable[[Update], Awaitable[None]], limit: int) -> None:
+    def __init__(
+        self,
+        handle: Callable[[Update], Awaitable[None]],
+        limit: int,
+        on_answered: Callable[[float], None] | None = None,
+    ) -> None:
         self._handle = handle
         self._slots = asyncio.Semaphore(limit)
-        self._lanes: dict[int, deque[Update]] = {}
+        self._lanes: dict[int, deque[tuple[Update, float]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._changed = asyncio.Condition()
+        self._on_answered = on_answered
+        """Told the seconds from each update's arrival to its answer (the latency histogram)."""
         self.pending = 0
         """Updates submitted and not yet answered."""
 
@@ -150,9 +259,9 @@ class Lanes:
         key = lane_of(update)
         lane = self._lanes.get(key)
         if lane is not None:
-            lane.append(update)
+            lane.append((update, time.perf_counter()))
             return
-        self._lanes[key] = deque([update])
+        self._lanes[key] = deque([(update, time.perf_counter())])
         task = asyncio.create_task(self._run(key), name="telegram-lane")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -161,11 +270,15 @@ class Lanes:
         lane = self._lanes[key]
         try:
             while lane:
+                update, arrived = lane[0]
                 async with self._slots:
                     try:
-                        await self._handle(lane[0])
+                        await self._handle(update)
                     except Exception:
                         log.exception("an update could not be handled")
+                    else:
+                        if self._on_answered is not None:
+                            self._on_answered(time.perf_counter() - arrived)
                 lane.popleft()
                 self.pending -= 1
                 async with self._changed:
@@ -194,14 +307,18 @@ class Lanes:
 class Intake:
     """Where updates arrive, from polling or the webhook: journalled, deduplicated, queued per chat."""
 
-    def __init__(self, journal: Journal, lanes: Lanes) -> None:
+    def __init__(self, journal: Journal, lanes: Lanes, metrics: TelegramMetrics | None = None) -> None:
         self.journal = journal
         self.lanes = lanes
+        self.metrics = metrics
 
-    async def receive(self, updates: Sequence[Update]) -> None:
-        """Journal the batch durably, then queue the updates that still need an answer."""
-        for update in await self.journal.admit(updates):
+    async def receive(self, updates: Sequence[Update], raw: Sequence[object] | None = None) -> None:
+        """Journal the batch durably (``raw``: the updates' JSON as sent), then queue those still to answer."""
+        admitted = await self.journal.admit(updates, raw)
+        for update in admitted:
             self.lanes.submit(update)
+        if self.metrics is not None:
+            self.metrics.updates.inc(amount=len(admitted))
 
     async def replay(self, bot: Bot) -> int:
         """Queue what an earlier run journalled and never answered (a crash); return how many."""
@@ -232,39 +349,85 @@ async def until_stopped(stop: asyncio.Event, work: Awaitable[object] | None = No
     return True
 
 
-async def poll(bot: Bot, intake: Intake, stop: asyncio.Event, *, timeout: float, max_delay: float) -> None:
+async def poll(
+    bot: Bot,
+    intake: Intake,
+    stop: asyncio.Event,
+    *,
+    timeout: float,
+    max_delay: float,
+    request_timeout: float = 10.0,
+    metrics: TelegramMetrics | None = None,
+) -> None:
     """Long-poll Telegram until ``stop`` is set; a batch is journalled before the next request confirms it."""
     offset: int | None = None
     failures = 0
     while not stop.is_set():
         if await until_stopped(stop, intake.lanes.wait_below(MAX_PENDING)):
             break
-        fetch = asyncio.ensure_future(
-            bot.get_updates(offset=offset, timeout=dtm.timedelta(seconds=timeout), allowed_updates=ALLOWED_UPDATES)
-        )
+        fetch = asyncio.ensure_future(_fetch(bot, offset, timeout, request_timeout + timeout))
         try:
             if await until_stopped(stop, fetch):
                 break  # not confirmed, so Telegram sends these again next time
-            updates = fetch.result()
+            updates, raw, offset_after = fetch.result()
         except RetryAfter as error:
+            _polling_failed(metrics, error)
             delay = seconds(error.retry_after)
             log.warning("Telegram asked polling to wait %.1fs", delay)
         except InvalidToken:
             raise
         except TelegramError as error:  # 5xx, network errors, Conflict: retried, polling never gives up
+            _polling_failed(metrics, error)
             failures += 1
             delay = backoff(failures, max_delay)
             log.warning("getUpdates failed (%s); retry %d in %.1fs", type(error).__name__, failures, delay)
         else:
             failures = 0
+            if metrics is not None:
+                metrics.worked("polling")
             if updates:
-                await intake.receive(updates)
-                offset = updates[-1].update_id + 1
+                await intake.receive(updates, raw)
+            offset = offset_after or offset
             continue
         if await until_stopped(stop, delay=delay):
             break
     if offset is not None:
         await _confirm(bot, offset)
+
+
+async def _fetch(
+    bot: Bot, offset: int | None, timeout: float, read_timeout: float
+) -> tuple[list[Update], list[object], int | None]:
+    """One getUpdates: the updates, each one's JSON as Telegram sent it, and the offset that confirms them.
+
+    Through ``do_api_request`` so the JSON is kept as it came and journalled as it is (``Bot.get_updates``
+    only returns the parsed updates, which cost a ``to_dict`` each to write down). An update that cannot be
+    read is logged by its id and skipped (``get_updates`` would fail the whole batch, every time).
+    """
+    try:
+        found = await bot.do_api_request(
+            "getUpdates",
+            {"offset": offset, "timeout": dtm.timedelta(seconds=timeout), "allowed_updates": list(ALLOWED_UPDATES)},
+            read_timeout=read_timeout,
+        )
+    except EndPointNotFound as error:  # how do_api_request reports a refused token once the bot is initialised
+        raise InvalidToken(str(error)) from error
+    updates, raw = [], []
+    for data in found if isinstance(found, list) else []:
+        try:
+            updates.append(Update.de_json(data, bot))
+        except Exception as error:  # a malformed update must not stop polling
+            update_id = data.get("update_id") if isinstance(data, dict) else None
+            log.error("update %s from Telegram cannot be read (%s); skipped", update_id, type(error).__name__)
+            continue
+        raw.append(data)
+    last = found[-1].get("update_id") if found and isinstance(found[-1], dict) else None
+    return updates, raw, last + 1 if isinstance(last, int) else None
+
+
+def _polling_failed(metrics: TelegramMetrics | None, error: TelegramError) -> None:
+    if metrics is not None:
+        metrics.failed("getUpdates", error, source="polling")
 
 
 async def _confirm(bot: Bot, offset: int) -> None:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import socket
 from http import HTTPStatus
 from typing import Any
 
 import tornado.httpserver
-import tornado.netutil
 import tornado.web
 from telegram import Bot, Update
 
@@ -25,36 +25,75 @@ from bot.adapters.telegram_intake import Intake
 log = logging.getLogger("unhooked.telegram.webhook")
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 (a header name, not a secret)
+MAX_BODY_BYTES = 1_000_000
+"""Requests with a longer body are refused (400) before it is read: an update is a few kilobytes at most."""
+JSON = "application/json"
 
 
+@tornado.web.stream_request_body
 class WebhookHandler(tornado.web.RequestHandler):
-    """Takes Telegram's POSTs: refuses a wrong or missing secret, journals the update, then says 200."""
+    """Takes Telegram's POSTs: refuses a wrong or missing secret, journals the update, then says 200.
+
+    The body is streamed (``stream_request_body``): the secret and the content type are checked as soon as
+    the headers are in, before any of the body is read, and tornado never parses a form body of its own.
+    """
 
     def initialize(self, bot: Bot, intake: Intake, secret: str) -> None:
         """Tornado's per-request set-up."""
         self.bot = bot
         self.intake = intake
         self.secret = secret.encode()
+        self._chunks: list[bytes] = []
+
+    async def prepare(self) -> None:
+        """Refuse a wrong secret or content type before reading the body."""
+        if self.request.method != "POST":
+            return  # tornado answers 405
+        given = self.request.headers.get(SECRET_HEADER, "").encode(errors="replace")
+        if not hmac.compare_digest(given, self.secret):
+            log.warning("refused a webhook request without the right secret token from %s", self.request.remote_ip)
+            await self._refuse(HTTPStatus.FORBIDDEN, "the secret token is missing or wrong")
+            return
+        kind = self.request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if kind != JSON:
+            log.warning("refused a webhook request that is not JSON (Content-Type %r)", kind[:40])
+            await self._refuse(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, f"send the update as {JSON}")
+
+    def data_received(self, chunk: bytes) -> None:
+        """Collect the body (at most ``MAX_BODY_BYTES``: the server refuses more before this is called)."""
+        self._chunks.append(chunk)
 
     async def post(self) -> None:
         """Handle one update from Telegram."""
-        given = self.request.headers.get(SECRET_HEADER, "").encode()
-        if not hmac.compare_digest(given, self.secret):
-            log.warning("refused a webhook request without the right secret token from %s", self.request.remote_ip)
-            self.send_error(HTTPStatus.FORBIDDEN)
+        found = self._update()
+        if found is None:
+            await self._refuse(HTTPStatus.BAD_REQUEST, "the body is not a Telegram update")
             return
-        try:
-            data = json.loads(self.request.body)
-            update = Update.de_json(data, self.bot) if isinstance(data, dict) else None
-        except (ValueError, TypeError, KeyError) as error:
-            log.warning("refused a webhook request that is not an update (%s)", type(error).__name__)
-            update = None
-        if update is None:
-            self.send_error(HTTPStatus.BAD_REQUEST)
-            return
-        await self.intake.receive([update])
+        update, data = found
+        await self.intake.receive([update], [data])
         self.set_status(HTTPStatus.OK)
         await self.finish()
+
+    def _update(self) -> tuple[Update, dict[str, Any]] | None:
+        """The body as an Update and its JSON, or ``None`` (logged without the body: it may hold a person's words)."""
+        try:
+            data = json.loads(b"".join(self._chunks))
+            if not isinstance(data, dict) or not isinstance(data.get("update_id"), int):
+                raise ValueError("no update_id")
+            return Update.de_json(data, self.bot), data
+        except Exception as error:  # anything PTB's parser makes of a malformed update is a bad request
+            log.warning("refused a webhook request that is not an update (%s)", type(error).__name__)
+            return None
+
+    async def _refuse(self, status: HTTPStatus, reason: str) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        await self.finish(f"{status.value} {status.phrase}: {reason}\n")
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Errors tornado raises itself (405, 500): a short plain line, never a traceback or the request."""
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        self.finish(f"{status_code} {self._reason}\n")
 
     def log_exception(self, *args: Any) -> None:
         """Log failures without the request body, which holds a person's message."""
@@ -75,11 +114,11 @@ class HttpServer:
         self.app.add_handlers(r".*", [(pattern, handler, options)])
 
     async def start(self) -> None:
-        """Bind and serve; with port 0 the chosen port is in ``self.port`` afterwards."""
-        sockets = tornado.netutil.bind_sockets(self.port, self.listen)
-        self._server = tornado.httpserver.HTTPServer(self.app)
-        self._server.add_sockets(sockets)
-        self.port = sockets[0].getsockname()[1]
+        """Bind and serve; with port 0 the chosen port is in ``self.port`` afterwards. Raises ``OSError``."""
+        listening = _listen(self.listen, self.port)
+        self._server = tornado.httpserver.HTTPServer(self.app, max_body_size=MAX_BODY_BYTES)
+        self._server.add_sockets([listening])
+        self.port = listening.getsockname()[1]
         log.info("HTTP server listening on %s:%d", self.listen, self.port)
 
     async def stop(self) -> None:
@@ -88,3 +127,20 @@ class HttpServer:
             server, self._server = self._server, None
             server.stop()
             await server.close_all_connections()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket on the first address of ``host`` (tornado's ``bind_sockets`` leaks one it cannot bind)."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    listening = socket.socket(family, kind, proto)
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.setblocking(False)
+        listening.bind(address)
+        listening.listen(128)
+    except OSError:
+        listening.close()
+        raise
+    return listening

@@ -1,0 +1,369 @@
+"""The Telegram benchmark: Unhooked end to end through python-telegram-bot, beside a bare PTB echo bot.
+
+Both bots run as their own processes against the same kind of fake Bot API server (``tests/fake_bot_api.py``,
+real HTTP on 127.0.0.1) in this process, one after the other and alternating, with the same messages:
+
+- **start-up**: from starting the process to the first reply reaching the server (a message is already waiting);
+- **burst**: every message queued at once; throughput is messages divided by the time until the last reply,
+  and each message's latency runs from when it was queued to when its (last) reply arrived;
+- **paced**: messages at a steady rate well below either bot's capacity, for latency without a queue;
+- **memory**: the process's peak resident set (``VmHWM`` in ``/proc/PID/status``), read before it stops;
+- **delivery**: every person's replies are compared with what they should be, in order: lost, duplicated and
+  reordered replies are counted (for the echo bot, the texts sent; for Unhooked, an engine's transcript).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.engine import percentile
+from bench.synthetic import message_mix
+from bot.config import default_content_dir
+from bot.content import Catalog, load_catalog
+from tests.fake_bot_api import FakeBotApi
+
+OPERATORS = -1001234567890
+TARGETS = {"throughput_ratio": 0.6, "memory_ratio": 1.5, "startup_seconds": 2.0}
+"""Unhooked's throughput at least 60% of the echo bot's, peak memory under 1.5x, first reply within 2 s."""
+FIRST_PERSON = 900_000
+WARM_UP_PERSON = 899_999
+STARTUP_TIMEOUT = 60.0
+SECRET = "benchmark-secret-0123456789abcdef"  # noqa: S105 (made up for the benchmark)
+
+
+class TimedApi(FakeBotApi):
+    """The fake server, noting when each message to a chat arrives."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrivals: dict[int, list[float]] = defaultdict(list)
+        self.replies = 0
+
+    async def _api_sendMessage(self, params: dict[str, Any]) -> dict[str, Any]:
+        result = await super()._api_sendMessage(params)
+        self.arrivals[params["chat_id"]].append(time.perf_counter())
+        self.replies += 1
+        return result
+
+    async def until(self, check: Callable[[], bool], timeout: float, process: asyncio.subprocess.Process) -> None:
+        """Wait until ``check()``; raise if the bot process ends or ``timeout`` passes first."""
+        deadline = time.perf_counter() + timeout
+        while not check():
+            if process.returncode is not None:
+                raise RuntimeError(f"the bot process ended with status {process.returncode}")
+            if time.perf_counter() > deadline:
+                raise TimeoutError(f"timed out after {timeout:.0f} s")
+            await asyncio.sleep(0.005)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The messages of one run, who sends them, and what each person should get back."""
+
+    burst: list[tuple[int, str]]
+    paced: list[tuple[int, str]]
+    expected: dict[int, list[str]]
+    """Per person, the texts of the replies, in order."""
+    replies_per_message: dict[int, list[int]]
+    """Per person, how many replies each of their messages gets, in order."""
+    extra: int = 0
+    """Messages sent elsewhere (operators' alerts), counted in the total the run waits for."""
+
+    @property
+    def total(self) -> int:
+        return sum(len(texts) for texts in self.expected.values()) + self.extra
+
+
+@dataclass
+class Run:
+    """One bot, one pass of the plan."""
+
+    bot: str
+    startup_seconds: float
+    burst_seconds: float
+    messages_per_second: float
+    burst_latency_ms: dict[str, float]
+    paced_latency_ms: dict[str, float]
+    peak_rss_mb: float
+    cpu_seconds: float
+    delivery: dict[str, int]
+
+
+@dataclass
+class Report:
+    """Every run of both bots, and the comparison."""
+
+    messages: int
+    users: int
+    paced: int
+    rate: float
+    runs: list[Run] = field(default_factory=list)
+
+    def of(self, bot: str) -> list[Run]:
+        return [run for run in self.runs if run.bot == bot]
+
+    def summary(self) -> dict[str, Any]:
+        bots = {}
+        for bot in ("echo", "unhooked"):
+            runs = self.of(bot)
+            if not runs:
+                continue
+            bots[bot] = {
+                "best_messages_per_second": max(r.messages_per_second for r in runs),
+                "median_messages_per_second": statistics.median(r.messages_per_second for r in runs),
+                "best_startup_seconds": min(r.startup_seconds for r in runs),
+                "median_startup_seconds": statistics.median(r.startup_seconds for r in runs),
+                "peak_rss_mb": max(r.peak_rss_mb for r in runs),
+                "median_cpu_ms_per_message": statistics.median(
+                    1000 * r.cpu_seconds / (self.messages + self.paced + 1) for r in runs
+                ),
+                "median_burst_latency_ms": _median_of(runs, "burst_latency_ms"),
+                "median_paced_latency_ms": _median_of(runs, "paced_latency_ms"),
+                "delivery_problems": sum(sum(r.delivery.values()) for r in runs),
+                "delivery": {kind: sum(r.delivery[kind] for r in runs) for kind in runs[0].delivery},
+            }
+        verdict: dict[str, Any] = {}
+        if len(bots) == 2:
+            echo, ours = bots["echo"], bots["unhooked"]
+            ratios = [
+                mine.messages_per_second / theirs.messages_per_second
+                for mine, theirs in zip(self.of("unhooked"), self.of("echo"), strict=False)
+            ]
+            verdict = {
+                "throughput_ratio_median": statistics.median(ratios),
+                "throughput_ratio_of_medians": ours["median_messages_per_second"] / echo["median_messages_per_second"],
+                "memory_ratio": ours["peak_rss_mb"] / echo["peak_rss_mb"],
+                "startup_seconds": ours["median_startup_seconds"],
+            }
+            verdict["met"] = {
+                "throughput": verdict["throughput_ratio_median"] >= TARGETS["throughput_ratio"],
+                "memory": verdict["memory_ratio"] < TARGETS["memory_ratio"],
+                "startup": verdict["startup_seconds"] < TARGETS["startup_seconds"],
+                "delivery": ours["delivery_problems"] == 0,
+            }
+        return {
+            "messages": self.messages,
+            "users": self.users,
+            "paced": self.paced,
+            "rate": self.rate,
+            "bots": bots,
+            "verdict": verdict,
+            "targets": TARGETS,
+            "all_runs": [asdict(run) for run in self.runs],
+        }
+
+
+def _median_of(runs: list[Run], name: str) -> dict[str, float]:
+    keys = getattr(runs[0], name).keys()
+    return {key: round(statistics.median(getattr(run, name)[key] for run in runs), 2) for key in keys}
+
+
+def person(user: str) -> int:
+    """A Telegram user id for a synthetic sender ``user-N``."""
+    return FIRST_PERSON + int(user.rsplit("-", 1)[1])
+
+
+async def plan_for(catalog: Catalog, messages: int, users: int, paced: int, echo: bool) -> Plan:
+    """The messages in order, and what each person should get back from the echo bot or from Unhooked."""
+    from bot.adapters.telegram_format import render  # python-telegram-bot, like the bots themselves
+    from bot.engine import Engine
+    from bot.models import Incoming
+    from bot.store import MemoryStore
+    from tests.fake_bot_api import parse_html
+
+    mix = [(person(m.user), m.text) for m in message_mix(catalog, messages + paced, users)]
+    expected: dict[int, list[str]] = defaultdict(list)
+    counts: dict[int, list[int]] = defaultdict(list)
+    extra = 0
+    if echo:
+        for who, text in mix:
+            expected[who].append(text)
+            counts[who].append(1)
+    else:
+        reference = Engine(MemoryStore(), SECRET.encode(), catalog)
+        for who, text in mix:
+            outcome = await reference.handle(Incoming(str(who), text, "telegram"))
+            texts = [parse_html(message.html) for reply in outcome.replies for message in render(reply)]
+            expected[who] += texts
+            counts[who].append(len(texts))
+            extra += outcome.escalation is not None
+        await reference.aclose()
+    return Plan(mix[:messages], mix[messages:], dict(expected), dict(counts), extra)
+
+
+def delivery(api: TimedApi, expected: dict[int, list[str]]) -> dict[str, int]:
+    """Lost, duplicated and reordered replies, person by person, against what each should have got."""
+    problems = Counter(lost=0, duplicated=0, reordered=0)
+    for who, wanted in expected.items():
+        got = [message.text for message in api.sent(who, include_deleted=True)]
+        if got == wanted:
+            continue
+        missing, surplus = Counter(wanted) - Counter(got), Counter(got) - Counter(wanted)
+        problems["lost"] += sum(missing.values())
+        problems["duplicated"] += sum(surplus.values())
+        if not missing and not surplus:
+            problems["reordered"] += 1
+    return dict(problems)
+
+
+def _status(pid: int, key: str) -> float:
+    """A ``kB`` figure from ``/proc/PID/status``, in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def environment(api: FakeBotApi, bot: str, folder: Path, concurrency: int) -> dict[str, str]:
+    """The bot process's environment: the fake server, a fresh database, pacing lifted, quiet logs."""
+    env = {**os.environ, **api.env(), "PYTHONDONTWRITEBYTECODE": "1"}
+    if bot == "echo":
+        return {**env, "ECHO_CONCURRENCY": str(concurrency)}
+    return {
+        **env,
+        "UNHOOKED_DB": str(folder / "data" / "bench.sqlite3"),
+        "UNHOOKED_SECRET": SECRET,
+        "UNHOOKED_POLL_TIMEOUT": "1",
+        "UNHOOKED_SENDS_PER_SECOND": "100000",
+        "UNHOOKED_OPERATOR_CHAT_ID": str(OPERATORS),
+        "UNHOOKED_MAX_CONCURRENT_CHATS": str(concurrency),
+        "UNHOOKED_LOG_LEVEL": "WARNING",
+    }
+
+
+async def one_run(bot: str, plan: Plan, rate: float, concurrency: int, folder: Path) -> Run:
+    """Start one bot against a fresh fake server, run the plan through it, stop it, and measure."""
+    command = ["-m", "bench.echo"] if bot == "echo" else ["-m", "bot", "run"]
+    folder.mkdir(parents=True)
+    async with TimedApi() as api:
+        api.group(OPERATORS, "Operators")
+        api.send(WARM_UP_PERSON, "hello")
+        log = (folder / "bot.log").open("wb")
+        started = time.perf_counter()
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            *command,
+            cwd=Path(__file__).resolve().parent.parent,
+            env=environment(api, bot, folder, concurrency),
+            stdout=log,
+            stderr=log,
+        )
+        log.close()
+        try:
+            await api.until(lambda: bool(api.arrivals.get(WARM_UP_PERSON)), STARTUP_TIMEOUT, process)
+            startup = api.arrivals[WARM_UP_PERSON][0] - started
+            await api.until(lambda: api.replies >= 1, 5, process)
+            baseline = api.replies
+            await asyncio.sleep(0.3)
+            queued: dict[int, list[float]] = defaultdict(list)
+            began = time.perf_counter()
+            for who, text in plan.burst:
+                api.send(who, text)
+                queued[who].append(began)
+            burst_total = baseline + _replies_of(plan, len(plan.burst))
+            await api.until(lambda: api.replies >= burst_total, 600, process)
+            burst_seconds = max(times[-1] for who, times in api.arrivals.items() if who in queued) - began
+            burst_counts = {who: len(times) for who, times in queued.items()}
+            for who, text in plan.paced:
+                api.send(who, text)
+                queued[who].append(time.perf_counter())
+                await asyncio.sleep(1 / rate)
+            await api.until(lambda: api.replies >= baseline + plan.total, 600, process)
+            await asyncio.sleep(0.2)  # anything sent twice would arrive now
+            peak, cpu = _status(process.pid, "VmHWM"), _cpu_seconds(process.pid)
+        except BaseException:
+            process.kill()
+            await process.wait()
+            sys.stderr.write((folder / "bot.log").read_text(errors="replace")[-3000:])
+            raise
+        process.send_signal(signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(30):
+                await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        burst = _window(api, plan, queued, {who: (0, count) for who, count in burst_counts.items()})
+        paced = _window(api, plan, queued, {who: (burst_counts.get(who, 0), 1 << 30) for who in queued})
+        return Run(
+            bot=bot,
+            startup_seconds=round(startup, 3),
+            burst_seconds=round(burst_seconds, 3),
+            messages_per_second=round(len(plan.burst) / burst_seconds, 1),
+            burst_latency_ms=burst,
+            paced_latency_ms=paced,
+            peak_rss_mb=round(peak, 1),
+            cpu_seconds=round(cpu, 2),
+            delivery=delivery(api, plan.expected),
+        )
+
+
+def _replies_of(plan: Plan, first_messages: int) -> int:
+    """How many replies the first ``first_messages`` messages of the plan get, operators' alerts aside."""
+    seen: Counter[int] = Counter()
+    total = 0
+    for who, _ in plan.burst[:first_messages]:
+        total += plan.replies_per_message[who][seen[who]]
+        seen[who] += 1
+    return total
+
+
+def _window(
+    api: TimedApi, plan: Plan, queued: dict[int, list[float]], windows: dict[int, tuple[int, int]]
+) -> dict[str, float]:
+    found = []
+    for who, times in queued.items():
+        first, last = windows.get(who, (0, 0))
+        arrivals = api.arrivals.get(who, [])
+        done = 0
+        for number, replies in enumerate(plan.replies_per_message[who][: len(times)]):
+            done += replies
+            if first <= number < last and replies and done <= len(arrivals):
+                found.append((arrivals[done - 1] - times[number]) * 1000)
+    found.sort()
+    return {
+        "p50": round(percentile(found, 0.50), 2),
+        "p90": round(percentile(found, 0.90), 2),
+        "p99": round(percentile(found, 0.99), 2),
+        "max": round(found[-1], 2) if found else 0.0,
+    }
+
+
+def benchmark(
+    messages: int, users: int, paced: int, rate: float, runs: int, concurrency: int, progress: Callable[[str], None]
+) -> Report:
+    """Alternate the echo bot and Unhooked ``runs`` times each on the same messages."""
+    catalog = load_catalog(default_content_dir())
+    plans = {bot: asyncio.run(plan_for(catalog, messages, users, paced, bot == "echo")) for bot in ("echo", "unhooked")}
+    report = Report(messages, users, paced, rate)
+    with tempfile.TemporaryDirectory(prefix="unhooked-bench-telegram-") as scratch:
+        for number in range(runs):
+            for bot in ("echo", "unhooked"):
+                run = asyncio.run(one_run(bot, plans[bot], rate, concurrency, Path(scratch) / f"{bot}-{number}"))
+                report.runs.append(run)
+                problems = sum(run.delivery.values())
+                progress(
+                    f"  {bot:<8} run {number + 1}/{runs}: start-up {run.startup_seconds:.2f} s,"
+                    f" {run.messages_per_second:.0f} msg/s, burst p50/p99 {run.burst_latency_ms['p50']:.0f}/"
+                    f"{run.burst_latency_ms['p99']:.0f} ms, paced p50/p99 {run.paced_latency_ms['p50']:.1f}/"
+                    f"{run.paced_latency_ms['p99']:.1f} ms, peak {run.peak_rss_mb:.1f} MB,"
+                    f" CPU {run.cpu_seconds:.1f} s, delivery {'ok' if not problems else run.delivery}"
+                )
+    return report

@@ -1,0 +1,139 @@
+"""Health and metrics on Telegram: what the sender and poller count, and ``/healthz`` and ``/metrics`` over HTTP.
+
+The routes go on the bot's one HTTP server (``telegram_webhook.HttpServer``): the webhook's in webhook mode,
+one of their own when polling with ``UNHOOKED_HTTP_PORT`` set. Neither route reveals anything about people:
+the health body names checks and errors, the metrics carry counts by fixed labels and intent ids.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from http import HTTPStatus
+from typing import TYPE_CHECKING
+
+import tornado.web
+from telegram.error import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+    TimedOut,
+)
+
+from bot.health import Faults, Health
+from bot.metrics import CONTENT_TYPE, Registry
+
+if TYPE_CHECKING:
+    from bot.adapters.telegram_webhook import HttpServer
+
+log = logging.getLogger("unhooked.telegram.health")
+
+TELEGRAM = "telegram"
+"""The health check of the link to Telegram."""
+LINK_GRACE = 60.0
+"""Seconds sending or polling may keep failing before health reports it: Telegram's 429s and brief outages
+are normal and waited out; a minute of nothing getting through is not."""
+UPDATE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+"""Seconds from an update's arrival to its last reply sent (queueing, the engine and Telegram's answers)."""
+LINK_FAULTS = frozenset({"retry_after", "timed_out", "network", "server_error", "conflict", "invalid_token"})
+"""Error kinds that mean the link to Telegram is failing (not one message or one person)."""
+
+
+def error_kind(error: BaseException) -> str:
+    """A Bot API error's kind, for metrics and health: a fixed word, never the error's text."""
+    if isinstance(error, RetryAfter):
+        return "retry_after"
+    if isinstance(error, TimedOut):
+        return "timed_out"
+    if isinstance(error, BadRequest):
+        return "bad_request"
+    if isinstance(error, NetworkError):  # PTB wraps transport failures as "httpx.<Error>: ..."
+        text = str(error)
+        return "network" if text.startswith(("httpx.", "Unknown error in HTTP")) else "server_error"
+    if isinstance(error, Forbidden):
+        return "forbidden"
+    if isinstance(error, Conflict):
+        return "conflict"
+    if isinstance(error, InvalidToken):
+        return "invalid_token"
+    return "other" if isinstance(error, TelegramError) else type(error).__name__
+
+
+class TelegramMetrics:
+    """The Telegram adapter's metrics, on the engine's registry, and its reports to health."""
+
+    def __init__(self, registry: Registry, faults: Faults) -> None:
+        self.faults = faults
+        self.errors = registry.counter(
+            "unhooked_telegram_errors_total",
+            "Bot API requests that failed, by method and kind (retry_after, timed_out, network, server_error,"
+            " bad_request, forbidden, conflict, invalid_token, other).",
+            ("method", "kind"),
+        )
+        self.retries = registry.counter(
+            "unhooked_telegram_retries_total", "Bot API requests sent again after a failure, by method.", ("method",)
+        )
+        self.updates = registry.counter(
+            "unhooked_telegram_updates_total", "Updates taken from Telegram and journalled (duplicates left out)."
+        )
+        self.pending = registry.gauge("unhooked_telegram_updates_pending", "Updates taken and not yet answered.")
+        self.answering = registry.histogram(
+            "unhooked_telegram_update_seconds", "From an update's arrival to its replies sent.", UPDATE_BUCKETS
+        )
+        self.blocked = registry.counter(
+            "unhooked_telegram_blocked_total", "Messages not sent because the person has blocked the bot."
+        )
+
+    def failed(self, method: str, error: BaseException, source: str = "sending") -> str:
+        """Count a failed request; a failing link (not one refused message) is reported to health."""
+        kind = error_kind(error)
+        self.errors.inc(method, kind)
+        if kind in LINK_FAULTS:
+            self.faults.fail(TELEGRAM, source, f"{method}: {kind}")
+        return kind
+
+    def worked(self, source: str = "sending") -> None:
+        """A request got through: the link works."""
+        self.faults.clear(TELEGRAM, source)
+
+
+class HealthHandler(tornado.web.RequestHandler):
+    """``GET /healthz``: 200 with every check, or 503 naming the failing ones."""
+
+    def initialize(self, health: Health) -> None:
+        """Tornado's per-request set-up."""
+        self.health = health
+
+    async def get(self) -> None:
+        """Run the checks."""
+        ok, body = await self.health.report()
+        if not ok:
+            log.warning("health check failing: %s", ", ".join(body.get("failing", [])))
+        self.set_status(HTTPStatus.OK if ok else HTTPStatus.SERVICE_UNAVAILABLE)
+        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self.set_header("Cache-Control", "no-store")
+        await self.finish(json.dumps(body, sort_keys=True))
+
+
+class MetricsHandler(tornado.web.RequestHandler):
+    """``GET /metrics``: every metric in Prometheus' text format."""
+
+    def initialize(self, registry: Registry) -> None:
+        """Tornado's per-request set-up."""
+        self.registry = registry
+
+    async def get(self) -> None:
+        """Render the metrics."""
+        self.set_header("Content-Type", CONTENT_TYPE)
+        self.set_header("Cache-Control", "no-store")
+        await self.finish(self.registry.render())
+
+
+def serve_monitoring(server: HttpServer, health: Health, registry: Registry) -> None:
+    """Add ``/healthz`` and ``/metrics`` to the bot's HTTP server."""
+    server.route(r"/healthz", HealthHandler, health=health)
+    server.route(r"/metrics", MetricsHandler, registry=registry)
