@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -253,6 +254,7 @@ def squeeze(word: str) -> str:
     return _REPEATS.sub(r"\1\1", word)
 
 
+@functools.lru_cache(maxsize=16384)
 def _expand(word: str) -> str:
     word = squeeze(word)
     word = MISSPELLINGS.get(word, word)
