@@ -219,18 +219,21 @@ class Matcher:
         self._sorted: list[str] = []
         self._content: list[frozenset[str]] = []
         self._whole_only: set[str] = set()
-        self._keywords: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
-        """``(normalised keyword, intent, score)`` by the keyword's first word, in catalogue order."""
+        self._keywords: list[tuple[tuple[str, ...], str, float]] = []
+        """``(keyword's words, intent, score)`` in catalogue order."""
+        self._keyword_starts: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        """Keywords by their first two words (one, for a one-word keyword), as positions in ``_keywords``."""
         for phrases in intents:
             if phrases.whole_only:
                 self._whole_only.add(phrases.intent)
             for example in phrases.examples:
                 self._add(phrases.intent, example)
             for keyword in phrases.keywords:
-                tokens = tokens_of(keyword)
+                tokens = tuple(tokens_of(keyword))
                 if tokens:
                     score = self.settings.keyword_score if len(tokens) > 1 else self.settings.word_keyword_score
-                    self._keywords[tokens[0]].append((" ".join(tokens), phrases.intent, score))
+                    self._keyword_starts[tokens[:2]].append(len(self._keywords))
+                    self._keywords.append((tokens, phrases.intent, score))
         self._by_length = sorted(range(len(self._sorted)), key=lambda position: len(self._sorted[position]))
         self._lengths = [len(self._sorted[position]) for position in self._by_length]
         self._in_length_order = [self._sorted[position] for position in self._by_length]
@@ -333,11 +336,26 @@ class Matcher:
         if contained and len(tokens) >= MIN_CONTAIN_WORDS:
             for owner, (score, position) in self._contained(tokens).items():
                 offer(owner, score, self._raw[position])
-        padded = f" {' '.join(tokens)} "
-        for first in dict.fromkeys(tokens):
-            for keyword, intent, score in self._keywords.get(first, ()):
-                if f" {keyword} " in padded:
-                    offer(intent, score, f"keyword: {keyword}")
+        for position in self._keywords_in(tokens):
+            words, intent, score = self._keywords[position]
+            offer(intent, score, f"keyword: {' '.join(words)}")
+
+    def _keywords_in(self, tokens: list[str]) -> list[int]:
+        """The keywords whose words occur together in ``tokens``, by where their first word first occurs.
+
+        Found from each word and each pair of words of the piece, so the cost grows with the piece,
+        not with the number of keywords; keywords with the same first word keep catalogue order.
+        """
+        first_at: dict[str, int] = {}
+        found: set[int] = set()
+        for at, token in enumerate(tokens):
+            first_at.setdefault(token, at)
+            for start in {(token,), tuple(tokens[at : at + 2])}:
+                for position in self._keyword_starts.get(start, ()):
+                    words = self._keywords[position][0]
+                    if tuple(tokens[at : at + len(words)]) == words:
+                        found.add(position)
+        return sorted(found, key=lambda position: (first_at[self._keywords[position][0][0]], position))
 
     def _similar(self, query: str, tokens: list[str]) -> list[tuple[float, int]]:
         """The best ``(similarity, example)`` pairs, best first.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.content import Catalog
 from bot.matcher import IntentPhrases, Matcher, MatcherSettings, stem, tokens_of
 
 INTENTS = [
@@ -161,3 +162,45 @@ def test_a_word_is_never_read_as_its_opposite() -> None:
     matcher = Matcher([IntentPhrases("a", ("his love was so inconsistent",)), IntentPhrases("b", ("hello there",))])
     assert "consistent" in tokens_of("consistent love")
     assert matcher._spell(tokens_of("consistent love")) == tokens_of("consistent love")
+
+
+def _keywords_by_substring(matcher: Matcher, tokens: list[str]) -> list[int]:
+    """The plain reading of a keyword: its words, space-padded, found in the space-padded piece."""
+    padded = f" {' '.join(tokens)} "
+    found = []
+    for first in dict.fromkeys(tokens):
+        for position, (words, _, _) in enumerate(matcher._keywords):
+            if words[0] == first and f" {' '.join(words)} " in padded:
+                found.append(position)
+    return found
+
+
+def test_keywords_are_found_as_a_plain_substring_search_finds_them(catalog: Catalog) -> None:
+    overlapping = Matcher(
+        [
+            IntentPhrases("a", ("x y z",), ("slot machine", "slot", "machine slot", "slot machine again")),
+            IntentPhrases("b", ("p q r",), ("machine", "slot machine", "again slot")),
+        ]
+    )
+    made_up = [
+        "slot machine slot machine again slot",
+        "again slot machine",
+        "machine",
+        "slot",
+        "a slot a machine",
+        "machine slot machine",
+    ]
+    for text in made_up:
+        tokens = tokens_of(text)
+        assert overlapping._keywords_in(tokens) == _keywords_by_substring(overlapping, tokens), text
+    shipped = Matcher(catalog.phrases())
+    keywords = [" ".join(words) for words, _, _ in shipped._keywords]
+    messages = [example for intent in catalog.phrases() for example in intent.examples]
+    messages += [" and ".join(keywords[at : at + 7]) for at in range(0, len(keywords), 3)]
+    found = 0
+    for text in messages:
+        tokens = tokens_of(text)
+        expected = _keywords_by_substring(shipped, tokens)
+        assert shipped._keywords_in(tokens) == expected, text
+        found += bool(expected)
+    assert found > len(keywords) // 3  # the comparison covered many messages that hold keywords
