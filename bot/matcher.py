@@ -223,6 +223,8 @@ class Matcher:
         """``(keyword's words, intent, score)`` in catalogue order."""
         self._keyword_starts: dict[tuple[str, ...], list[int]] = defaultdict(list)
         """Keywords by their first two words (one, for a one-word keyword), as positions in ``_keywords``."""
+        self._keyword_firsts: set[str] = set()
+        """Every keyword's first word."""
         for phrases in intents:
             if phrases.whole_only:
                 self._whole_only.add(phrases.intent)
@@ -233,6 +235,7 @@ class Matcher:
                 if tokens:
                     score = self.settings.keyword_score if len(tokens) > 1 else self.settings.word_keyword_score
                     self._keyword_starts[tokens[:2]].append(len(self._keywords))
+                    self._keyword_firsts.add(tokens[0])
                     self._keywords.append((tokens, phrases.intent, score))
         self._by_length = sorted(range(len(self._sorted)), key=lambda position: len(self._sorted[position]))
         self._lengths = [len(self._sorted[position]) for position in self._by_length]
@@ -349,12 +352,14 @@ class Matcher:
         first_at: dict[str, int] = {}
         found: set[int] = set()
         for at, token in enumerate(tokens):
+            if token not in self._keyword_firsts:
+                continue
             first_at.setdefault(token, at)
-            for start in {(token,), tuple(tokens[at : at + 2])}:
-                for position in self._keyword_starts.get(start, ()):
-                    words = self._keywords[position][0]
-                    if tuple(tokens[at : at + len(words)]) == words:
-                        found.add(position)
+            found.update(self._keyword_starts.get((token,), ()))
+            for position in self._keyword_starts.get((token, tokens[at + 1]), ()) if at + 1 < len(tokens) else ():
+                words = self._keywords[position][0]
+                if tuple(tokens[at : at + len(words)]) == words:
+                    found.add(position)
         return sorted(found, key=lambda position: (first_at[self._keywords[position][0][0]], position))
 
     def _similar(self, query: str, tokens: list[str]) -> list[tuple[float, int]]:
