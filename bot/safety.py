@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
 from re import _constants as sre  # the parser behind `re`, public in all but name since Python 3.11
@@ -84,6 +85,166 @@ def literals_needed(source: str) -> frozenset[str] | None:
     return _needs(tree.data)
 
 
+Requirement = None | str | tuple[str, tuple["Requirement", ...]]
+"""What every match needs in the text: ``None`` (nothing known), a string it contains, or ``("all" | "any", parts)``."""
+
+_MAX_EXACT = 16
+"""The most strings a part's exact set may hold; a larger cross product is kept as ``all`` of its parts instead."""
+
+
+def _all_of(parts: list[Requirement]) -> Requirement:
+    """A requirement met when every part is (parts that need nothing drop out)."""
+    kept: list[Requirement] = []
+    for part in parts:
+        if isinstance(part, tuple) and part[0] == "all":
+            kept.extend(part[1])
+        elif part is not None:
+            kept.append(part)
+    kept = list(dict.fromkeys(kept))
+    return None if not kept else kept[0] if len(kept) == 1 else ("all", tuple(kept))
+
+
+def _any_of(parts: list[Requirement]) -> Requirement:
+    """A requirement met when one part is (a part that needs nothing makes the whole need nothing)."""
+    if not parts or any(part is None for part in parts):
+        return None
+    kept: list[Requirement] = []
+    for part in parts:
+        kept.extend(part[1] if isinstance(part, tuple) and part[0] == "any" else [part])
+    kept = list(dict.fromkeys(kept))
+    return kept[0] if len(kept) == 1 else ("any", tuple(kept))
+
+
+def _contains_one_of(strings: frozenset[str]) -> Requirement:
+    """That the text contains one of ``strings``; ``None`` if one is shorter than ``_MIN_LITERAL``."""
+    kept: list[str] = []
+    for string in sorted(strings, key=len):
+        if not any(shorter in string for shorter in kept):
+            kept.append(string)
+    if any(len(string) < _MIN_LITERAL for string in kept):
+        return None
+    return _any_of(list(kept))
+
+
+_Info = tuple[frozenset[str] | None, Requirement]
+"""A parsed part: the exact set of strings it can match, when small and known, else what its matches need."""
+_EMPTY: _Info = (frozenset({""}), None)
+
+
+def _requirement_of(info: _Info) -> Requirement:
+    exact, requirement = info
+    return requirement if exact is None else _contains_one_of(exact)
+
+
+def _either(infos: list[_Info]) -> _Info:
+    """Alternatives: the union of their exact sets while small, else one of their requirements."""
+    if all(exact is not None for exact, _ in infos):
+        union = frozenset().union(*(exact for exact, _ in infos if exact is not None))
+        if len(union) <= _MAX_EXACT:
+            return union, None
+    return None, _any_of([_requirement_of(info) for info in infos])
+
+
+def _sequence(items: Any) -> _Info:
+    """Parts in a row: runs of exact parts as their cross products while small, and all that the row needs."""
+    needs: list[Requirement] = []
+    run = frozenset({""})
+    for op, argument in items:
+        exact, required = _item(op, argument)
+        if exact is not None and len(run) * len(exact) <= _MAX_EXACT:
+            run = frozenset(head + tail for head in run for tail in exact)
+            continue
+        needs.append(_contains_one_of(run))
+        if exact is None:
+            needs.append(required)
+        run = exact or frozenset({""})
+    if not needs:
+        return run, None
+    return None, _all_of([*needs, _contains_one_of(run)])
+
+
+def _item(op: Any, argument: Any) -> _Info:
+    """One parsed item; anything not reasoned about needs nothing, so it can only make the prefilter try more."""
+    if op is sre.LITERAL:
+        return frozenset({chr(argument)}), None
+    if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+        return _EMPTY  # zero-width: the matched string holds nothing of it
+    if op is sre.SUBPATTERN:
+        _, added_flags, _, inner = argument
+        return (None, None) if added_flags & re.IGNORECASE else _sequence(inner)
+    if op is sre.ATOMIC_GROUP:
+        return _sequence(argument)
+    if op is sre.BRANCH:
+        return _either([_sequence(branch) for branch in argument[1]])
+    if op in _REPEATS:
+        least, most, inner = argument
+        if (least, most) == (1, 1):
+            return _sequence(inner)
+        if (least, most) == (0, 1):
+            return _either([_sequence(inner), _EMPTY])
+        return (None, _requirement_of(_sequence(inner))) if least >= 1 else (None, None)
+    if op is sre.IN and all(kind is sre.LITERAL for kind, _ in argument):
+        return frozenset(chr(code) for _, code in argument), None
+    return None, None
+
+
+@lru_cache(maxsize=4096)
+def requirement(source: str, flags: int = 0) -> Requirement:
+    """What any match of the pattern ``source`` (compiled with ``flags``) needs, as strings combined by all and any.
+
+    Finer than ``literals_needed``, in the manner of RE2's prefilter: a part's exact set of strings is
+    carried through concatenations and alternations while small ("hit me", "punched me"), and every
+    mandatory part counts, not only the most selective. ``None`` when nothing is known.
+    """
+    try:
+        tree = sre_parse.parse(source, flags)
+    except Exception:  # a prefilter must never stop the screen
+        return None
+    if tree.state.flags & re.IGNORECASE:
+        return None
+    return _requirement_of(_sequence(tree.data))
+
+
+def _needed_strings(needs: Requirement) -> set[str]:
+    if needs is None:
+        return set()
+    if isinstance(needs, str):
+        return {needs}
+    return set().union(*(_needed_strings(part) for part in needs[1]))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Check:
+    """A requirement ready to test: all (or any) of its strings and parts, each string with its rarest piece."""
+
+    every: bool
+    strings: tuple[tuple[str, str], ...]
+    pieces: frozenset[str]
+    parts: tuple[_Check, ...]
+
+    @classmethod
+    def of(cls, needs: Requirement, rarest: dict[str, str]) -> _Check | None:
+        """The check of ``needs`` (``None`` when it needs nothing), given each string's rarest piece."""
+        if needs is None:
+            return None
+        every, parts = ("any", (needs,)) if isinstance(needs, str) else needs
+        strings = tuple((rarest[part], part) for part in parts if isinstance(part, str))
+        checks = tuple(cls.of(part, rarest) for part in parts if not isinstance(part, str))
+        return cls(every == "all", strings, frozenset(piece for piece, _ in strings), checks)  # type: ignore[arg-type]
+
+    def met(self, pieces: set[str], screened: str) -> bool:
+        """Whether ``screened``, whose three-character pieces are ``pieces``, meets the requirement."""
+        if self.every:
+            return all(piece in pieces and string in screened for piece, string in self.strings) and all(
+                part.met(pieces, screened) for part in self.parts
+            )
+        if not self.pieces.isdisjoint(pieces) and any(
+            piece in pieces and string in screened for piece, string in self.strings
+        ):
+            return True
+        return any(part.met(pieces, screened) for part in self.parts)
+
+
 _PREFIX = 3
 """Literals are found by their first characters; every literal ``literals_needed`` gives is at least this long."""
 
@@ -94,13 +255,15 @@ class _Prefilter:
 
     Checking each rule's literals one by one cost more than running every pattern; instead each distinct
     literal is filed under its first three characters, a text's three-character pieces pick the few
-    literals worth looking for, and the rules needing a literal found are the ones tried (with the rules
-    that need nothing known, always).
+    literals worth looking for, and the rules needing a literal found are the ones left (with the rules
+    that need nothing known, always). Each one left is tried only if the text meets its whole ``requirement``,
+    whose strings are looked for only when their rarest three characters are among the text's pieces.
     """
 
     always: frozenset[int]
     by_prefix: dict[str, tuple[str, ...]]
     rules_needing: dict[str, tuple[int, ...]]
+    checks: tuple[_Check | None, ...]
 
     @classmethod
     def of(cls, rules: tuple[Rule, ...]) -> _Prefilter:
@@ -116,10 +279,19 @@ class _Prefilter:
         by_prefix: dict[str, list[str]] = {}
         for literal in rules_needing:
             by_prefix.setdefault(literal[:_PREFIX], []).append(literal)
+        requirements = tuple(requirement(rule.pattern.pattern, rule.pattern.flags) for rule in rules)
+        strings = set().union(*(_needed_strings(needs) for needs in requirements))
+        pieces = [{string[at : at + _PREFIX] for at in range(len(string) - _PREFIX + 1)} for string in strings]
+        counts = Counter(piece for found in pieces for piece in found)
+        rarest = {
+            string: min(found, key=lambda piece: (counts[piece], piece))
+            for string, found in zip(strings, pieces, strict=True)
+        }
         return cls(
             frozenset(always),
             {prefix: tuple(found) for prefix, found in by_prefix.items()},
             {literal: tuple(found) for literal, found in rules_needing.items()},
+            tuple(_Check.of(needs, rarest) for needs in requirements),
         )
 
     def candidates(self, screened: str) -> list[int]:
@@ -130,7 +302,8 @@ class _Prefilter:
             for literal in self.by_prefix[prefix]:
                 if literal in screened:
                     chosen.update(self.rules_needing[literal])
-        return sorted(chosen)
+        checks = self.checks
+        return [at for at in sorted(chosen) if checks[at] is None or checks[at].met(pieces, screened)]
 
 
 _PREFILTERS: dict[int, tuple[tuple[Rule, ...], _Prefilter]] = {}

@@ -7,13 +7,16 @@ import re
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
+from bench.synthetic import message_mix
 from bot import lexicon, resources, safety
 from bot.content import Catalog
 from bot.lexicon import FLOOR
 from bot.models import Detection, Level, ReplyKind, Track
 from tests.conftest import REPO
-from tests.test_safety_corpus import MUST_CATCH, MUST_NOT
+from tests.test_safety_corpus import AMBIGUOUS, MUST_CATCH, MUST_NOT
 
 NUMBERS = {
     "emergency": "911",
@@ -236,6 +239,14 @@ class TestModeratorRules:
         assert safety.pattern_warnings(r"\bi do not\S*\b") == []
 
 
+PIECES = (
+    lexicon.vocabulary()
+    | {piece for rule in FLOOR for piece in re.findall(r"[a-z ]{2,}|[a-z]+", rule.pattern.pattern.replace("|", " | "))}
+    | {"|", "he", "me", "i", "my", "ex"}
+)
+"""Words, word runs and clause marks of the floor patterns: what generated texts for the prefilter are made of."""
+
+
 class TestPrefilter:
     """The prefilter skips a pattern only when no literal that every match needs is in the text."""
 
@@ -260,6 +271,33 @@ class TestPrefilter:
         found = safety.literals_needed(pattern)
         assert (set(found) if found is not None else None) == expected
 
+    @pytest.mark.parametrize(
+        ("pattern", "expected"),
+        [
+            (r"\bkill myself\b", "kill myself"),
+            (r"\b(?:hit|punched) me\b", ("any", ("hit me", "punched me"))),
+            (r"\bsuicid(?:e|al)\b", ("any", ("suicide", "suicidal"))),
+            (r"(?:ex )?husband", "husband"),
+            (r"wants? to die", ("any", ("want to die", "wants to die"))),
+            (r"(?:he|she) (?:[^ |]+ )?hit", ("all", ("he ", "hit"))),
+            (r"[a-z]+ed (?:bad|worse)", ("any", ("ed bad", "ed worse"))),
+            (r"(?:ab)+ cde", " cde"),
+            (r"(?:abcd|x)+ cde", " cde"),
+            (r"kill(?: me|er)?", "kill"),
+            (r"(?i)kill me", None),
+            (r"(?i:kill) me", " me"),
+            (
+                r"(?:abc|abd|abe|abf|abg) (?:xyz|xyw|xyv|xyu)",  # the parser makes "xy" then one of four letters
+                ("any", ("abc xy", "abd xy", "abe xy", "abf xy", "abg xy")),
+            ),
+        ],
+    )
+    def test_requirement(self, pattern: str, expected: safety.Requirement) -> None:
+        def unordered(needs: safety.Requirement) -> object:
+            return needs if not isinstance(needs, tuple) else (needs[0], frozenset(map(unordered, needs[1])))
+
+        assert unordered(safety.requirement(pattern)) == unordered(expected)
+
     def test_it_never_changes_what_fires(self) -> None:
         texts = [item["text"] for items in MUST_CATCH.values() for item in items]
         texts += [text for items in MUST_NOT.values() for text in items]
@@ -281,3 +319,18 @@ class TestPrefilter:
             text = " ".join(chooser.sample(texts, chooser.randint(1, 4)))
             assert safety.fired(text, rules) == safety.fired(text, rules, prefilter=False), text
         assert safety.fired("i want to die", list(rules)) == safety.fired("i want to die", rules)
+
+    def test_it_never_changes_what_fires_on_the_corpus_or_the_benchmark_messages(self, catalog: Catalog) -> None:
+        rules = FLOOR + catalog.safety_rules
+        texts = [item["text"] for items in MUST_CATCH.values() for item in items]
+        texts += [text for items in MUST_NOT.values() for text in items] + AMBIGUOUS
+        mix = message_mix(catalog, 5000, 1000)
+        assert {message.kind for message in mix} >= {"question", "button", "fallback", "crisis", "long"}
+        for text in texts + [message.text for message in mix]:
+            assert safety.fired(text, rules) == safety.fired(text, rules, prefilter=False), text
+
+    @given(st.lists(st.sampled_from(sorted(PIECES)), min_size=1, max_size=60))
+    def test_it_never_changes_what_fires_on_texts_made_of_the_patterns_words(self, pieces: list[str]) -> None:
+        text = " ".join(pieces)
+        for joined in (text, text.replace(" ", ""), text.replace(" | ", " ")):
+            assert safety.fired(joined) == safety.fired(joined, prefilter=False), joined
