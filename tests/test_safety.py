@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.synthetic import message_mix
-from bot import lexicon, resources, safety
+from bot import lexicon, prefilter, resources, safety
 from bot.content import Catalog
 from bot.lexicon import FLOOR
 from bot.models import Detection, Level, ReplyKind, Track
@@ -248,28 +248,29 @@ PIECES = (
 
 
 class TestPrefilter:
-    """The prefilter skips a pattern only when no literal that every match needs is in the text."""
+    """The prefilter skips a pattern only when the text lacks what every match of it needs."""
 
     @pytest.mark.parametrize(
-        ("pattern", "expected"),
+        ("strings", "text", "expected"),
         [
-            (r"\bkill myself\b", {"kill myself"}),
-            (r"\b(?:hit|punched) me\b", {"hit", "punched"}),
-            (r"(?:he|she) said (?:that )?(?:he|she) would", {" would"}),
-            (r"\bsuicid(?:e|al)\b", {"suicid"}),
-            (r"(?:wants?|needs?) to die", {" to die"}),
-            (r"(?:xyz)?abc", {"abc"}),
-            (r"(?:kill|x) me", {" me"}),
-            (r"(?:kill|x) m", None),
-            (r"(?:ab)+ cde", {" cde"}),
-            (r"[a-z]+ed", None),
-            (r"(?i)kill me", None),
-            (r"\bcut(?! ties)", {"cut"}),
+            ({"kill", "kill myself", "myself"}, "i will kill myself", {"kill", "kill myself", "myself"}),
+            ({"kill", "kill myself"}, "kill my self", {"kill"}),
+            ({"abc", "bcd", "cde"}, "abcde", {"abc", "bcd", "cde"}),
+            ({"a.b", "(x)", "a|b"}, "axb (x) a|b", {"(x)", "a|b"}),
+            ({"aaa"}, "aaaa", {"aaa"}),
+            ({"he ", "she "}, "she said", {"he ", "she "}),
+            (set(), "anything", set()),
         ],
     )
-    def test_literals_needed(self, pattern: str, expected: set[str] | None) -> None:
-        found = safety.literals_needed(pattern)
-        assert (set(found) if found is not None else None) == expected
+    def test_the_finder_finds_every_string_present(self, strings: set[str], text: str, expected: set[str]) -> None:
+        assert prefilter.Finder.of(strings).present(text) == expected
+
+    @given(
+        st.sets(st.text(alphabet="ab |.", min_size=1, max_size=5), max_size=12),
+        st.text(alphabet="ab |.", max_size=40),
+    )
+    def test_the_finder_agrees_with_searching_for_each_string(self, strings: set[str], text: str) -> None:
+        assert prefilter.Finder.of(strings).present(text) == {string for string in strings if string in text}
 
     @pytest.mark.parametrize(
         ("pattern", "expected"),
@@ -292,11 +293,11 @@ class TestPrefilter:
             ),
         ],
     )
-    def test_requirement(self, pattern: str, expected: safety.Requirement) -> None:
-        def unordered(needs: safety.Requirement) -> object:
+    def test_requirement(self, pattern: str, expected: prefilter.Requirement) -> None:
+        def unordered(needs: prefilter.Requirement) -> object:
             return needs if not isinstance(needs, tuple) else (needs[0], frozenset(map(unordered, needs[1])))
 
-        assert unordered(safety.requirement(pattern)) == unordered(expected)
+        assert unordered(prefilter.requirement(pattern)) == unordered(expected)
 
     def test_it_never_changes_what_fires(self) -> None:
         texts = [item["text"] for items in MUST_CATCH.values() for item in items]
