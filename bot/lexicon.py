@@ -72,6 +72,8 @@ class Rule:
     track: Track = Track.SELF
     window_level: Level | None = None
     """The level this rule reaches when the person is already in a crisis state (never lower than ``level``)."""
+    language: str | None = None
+    """The language the rule reads when it is not English ("es"): the crisis reply adds that language's line."""
 
 
 _NOUN_PARTNER = (
@@ -145,9 +147,10 @@ def _r(
     *,
     track: Track | None = None,
     window: Level | None = None,
+    language: str | None = None,
 ) -> Rule:
     pattern = re.compile("|".join(f"(?:{expand(alternative)})" for alternative in alternatives))
-    return Rule(rule_id, category, level, pattern, track or TRACKS[category], window)
+    return Rule(rule_id, category, level, pattern, track or TRACKS[category], window, language)
 
 
 C, X, IM = Level.CONCERN, Level.CRISIS, Level.IMMINENT
@@ -762,6 +765,7 @@ FLOOR: tuple[Rule, ...] = (
             r"|no quiero vivir|me voy a quitar la vida|quitarme la vida|no quiero seguir viviendo|quiero suicidarme"
             r"|me voy a suicidar)\b",
         ),
+        language="es",
     ),
     # --- a wish to be dead (C-SSRS 1) ---
     _r(
@@ -875,7 +879,7 @@ FLOOR: tuple[Rule, ...] = (
             r"\b(?:hiding|hide|cover|covering up|covering) (?:my |the )?(?:cuts|scars|fresh cuts|burns|wounds)\b",
         ),
     ),
-    _r("self_harm.spanish", SELF_HARM, X, (r"\bme (?:corto|estoy cortando|lastimo)\b",)),
+    _r("self_harm.spanish", SELF_HARM, X, (r"\bme (?:corto|estoy cortando|lastimo)\b",), language="es"),
     _r(
         "self_harm.history",
         SELF_HARM,

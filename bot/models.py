@@ -88,6 +88,8 @@ class Detection:
     track: Track = Track.SELF
     window_level: Level | None = None
     """The level the rule reaches when the person is already in a crisis state (see ``safety.in_crisis_window``)."""
+    language: str | None = None
+    """Set when a rule that fired reads a language other than English ("es"), whichever rule won."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,10 @@ DV_HOTLINE = (
     "the National Domestic Violence Hotline: call 1-800-799-7233, text START to 88788, or chat at thehotline.org"
 )
 """The National Domestic Violence Hotline (US). [C]"""
+LIFELINE_ES = (
+    "En español: llama al 988 y marca 2, envía AYUDA por mensaje de texto al 988, o chatea en 988lifeline.org/es/chat"
+)
+"""988 in Spanish (call and press 2, text AYUDA, chat), added when a message was read in Spanish. [C]"""
 OUTSIDE_US = (
     "Outside the US: Canada, call or text 988 · UK & Ireland, Samaritans 116 123 · "
     "Australia, Lifeline 13 11 14 · elsewhere, findahelpline.com"
@@ -34,6 +38,7 @@ AUTOMATED = "I'm an automated bot: I can't see where you are or send help."
 TEXTS = {
     "emergency": EMERGENCY,
     "lifeline": LIFELINE,
+    "lifeline_es": LIFELINE_ES,
     "dv_hotline": DV_HOTLINE,
     "outside_us": OUTSIDE_US,
 }

@@ -45,7 +45,8 @@ def detect(text: str, rules: Iterable[Rule] = FLOOR) -> Detection | None:
 
     The highest level wins and, at the same level, the rule listed first. When a rule about
     danger from others fires at crisis level or above, the reply takes that track, whose
-    resources include 988 as well, so both kinds of help are shown.
+    resources include 988 as well, so both kinds of help are shown. When any rule that fired
+    reads Spanish, the reply adds 988's Spanish line.
     """
     found = fired(text, rules)
     if not found:
@@ -56,7 +57,8 @@ def detect(text: str, rules: Iterable[Rule] = FLOOR) -> Detection | None:
         rule.track is Track.OTHERS and rule.level.rank >= Level.CRISIS.rank for rule in found
     ):
         track = Track.OTHERS
-    return Detection(best.level, best.category, best.id, track, best.window_level)
+    language = next((rule.language for rule in found if rule.language), None)
+    return Detection(best.level, best.category, best.id, track, best.window_level, language)
 
 
 def in_crisis_window(detection: Detection) -> Detection:
@@ -74,7 +76,10 @@ def resources_for(detection: Detection) -> tuple[str, ...]:
         shown.append("emergency")
     if detection.track is Track.OTHERS:
         shown.append("dv_hotline")
-    return (*shown, "lifeline", "outside_us")
+    shown.append("lifeline")
+    if detection.language == "es":
+        shown.append("lifeline_es")
+    return (*shown, "outside_us")
 
 
 _SAFE_QUESTION = "Are you safe right now?"
@@ -135,6 +140,8 @@ def crisis_reply(detection: Detection) -> Reply:
             parts.append(f"For thoughts of suicide, {resources.LIFELINE}.")
         elif resource == "lifeline":
             parts.append(f"Please {resources.LIFELINE}: you can talk to a trained counselor right now.")
+        elif resource == "lifeline_es":
+            parts.append(_sentence(resources.LIFELINE_ES))
     validation, question = _WORDS.get(detection.category, _DEFAULT_WORDS)
     parts += [validation, resources.AUTOMATED, question]
     text = " ".join(parts)

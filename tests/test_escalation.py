@@ -65,6 +65,16 @@ async def test_a_crisis_is_stored_before_the_turn_returns(catalog: Catalog, cloc
     await engine.aclose()
 
 
+async def test_a_crisis_in_spanish_records_the_spanish_line_it_showed(catalog: Catalog, clock) -> None:
+    store = MemoryStore()
+    engine = Engine(store, SECRET, catalog, clock=clock)
+    replies = await Chat(engine, user="8").say("ya no puedo más, quiero morir")
+    (escalation,) = await store.escalations()
+    assert escalation.resources == ("lifeline", "lifeline_es", "outside_us")
+    assert "marca 2" in replies[0].text
+    await engine.aclose()
+
+
 async def test_an_everyday_message_records_nothing(chat: Chat) -> None:
     await chat.say("what is a trauma bond")
     assert await chat.engine.escalator.store.escalations() == []

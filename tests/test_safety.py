@@ -22,6 +22,7 @@ NUMBERS = {
     "emergency": "911",
     "dv_hotline": "1-800-799-7233",
     "lifeline": "988lifeline.org",
+    "lifeline_es": "988lifeline.org/es/chat",
     "outside_us": "116 123",
 }
 
@@ -70,8 +71,13 @@ def test_a_crisis_window_lifts_concerns_to_at_least_crisis() -> None:
             Detection(Level.IMMINENT, "partner_danger", "r", Track.OTHERS),
             ("emergency", "dv_hotline", "lifeline", "outside_us"),
         ),
+        (Detection(Level.CRISIS, "suicidal", "r", language="es"), ("lifeline", "lifeline_es", "outside_us")),
+        (
+            Detection(Level.IMMINENT, "partner_danger", "r", Track.OTHERS, language="es"),
+            ("emergency", "dv_hotline", "lifeline", "lifeline_es", "outside_us"),
+        ),
     ],
-    ids=["self-crisis", "self-imminent", "others-crisis", "others-imminent"],
+    ids=["self-crisis", "self-imminent", "others-crisis", "others-imminent", "spanish-self", "spanish-others"],
 )
 def test_the_reply_shows_exactly_the_recorded_resources_in_order(detection: Detection, expected: tuple) -> None:
     assert safety.resources_for(detection) == expected
@@ -91,6 +97,31 @@ def test_the_self_harm_track_leads_with_988_then_one_validation_and_a_direct_que
     first_paragraph = text.split("\n\n")[0]
     assert first_paragraph.endswith("Are you thinking about suicide right now?")
     assert first_paragraph.count("?") == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "quiero morir",
+        "ya no aguanto, me quiero matar",
+        "me corto otra vez",
+        "he hit me and i want to die. no quiero vivir",
+    ],
+)
+def test_a_message_in_spanish_also_gets_988_in_spanish(text: str) -> None:
+    found = safety.detect(text)
+    assert found is not None and found.language == "es"
+    reply = safety.crisis_reply(found).text
+    assert "marca 2" in reply and "AYUDA" in reply and "988lifeline.org/es/chat" in reply
+    assert reply.index("988lifeline.org") < reply.index("988lifeline.org/es/chat")  # 988 itself still comes first
+    assert reply.count("?") == 1 and len(reply) < 800
+
+
+def test_a_message_in_english_gets_no_spanish_line() -> None:
+    found = safety.detect("i want to kill myself")
+    assert found is not None and found.language is None
+    assert "lifeline_es" not in safety.resources_for(found)
+    assert "español" not in safety.crisis_reply(found).text
 
 
 def test_imminent_leads_with_911() -> None:

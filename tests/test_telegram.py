@@ -125,7 +125,7 @@ async def test_danger_from_a_partner_gets_911_and_the_hotline_first(tg: Running)
 async def test_crisis_command_gives_every_resource_any_time(tg: Running) -> None:
     [reply] = await say(tg, ALICE, "/crisis")
     assert not NEUTRAL_WORDS.search(reply.text.splitlines()[0])
-    for fact in ("911", "988", "1-800-799-7233", "Samaritans 116 123", "automated bot"):
+    for fact in ("911", "988", "1-800-799-7233", "AYUDA", "Samaritans 116 123", "automated bot"):
         assert fact in reply.text
     assert await tg.store.escalations() == []
 

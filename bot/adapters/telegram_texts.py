@@ -33,6 +33,7 @@ CRISIS = (
     "Here is who you can reach, any time.\n\n"
     f"{resources.EMERGENCY.capitalize()}.\n"
     f"Thoughts of suicide: {resources.LIFELINE}.\n"
+    f"{resources.LIFELINE_ES}.\n"
     f"Danger from a partner: {resources.DV_HOTLINE}, when it is safe for you.\n\n"
     f"{resources.OUTSIDE_US}\n\n"
     f"{resources.AUTOMATED}"
