@@ -74,13 +74,6 @@ class SentenceSet:
     files: Mapping[str, Path] = field(default_factory=dict)
     """The file holding each intent's sentences."""
 
-    def by_intent(self) -> dict[str, list[Sentence]]:
-        """The sentences grouped by the intent they should reach."""
-        grouped: dict[str, list[Sentence]] = {}
-        for sentence in self.sentences:
-            grouped.setdefault(sentence.intent or "", []).append(sentence)
-        return grouped
-
 
 def _sentence(reader: FieldReader, item: Any, line: int, path: Path, intent: str | None) -> Sentence | None:
     if isinstance(item, str) and item.strip():

@@ -71,10 +71,6 @@ class Faults:
         return dict(self._faults.get(check, {}))
 
 
-Probe = Callable[[], Awaitable[dict[str, Any]]]
-"""A live check: returns ``{"ok": bool, ...}``; details only, no user data."""
-
-
 class Health:
     """The answer to ``/healthz``: every check, and whether all of them pass.
 

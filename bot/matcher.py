@@ -378,11 +378,7 @@ class Matcher:
             choices, positions = self._in_length_order[low:high], self._by_length[low:high]
         else:
             positions = list(_postings(self._by_word, content, MAX_SCAN))
-            choices = (
-                list(operator.itemgetter(*positions)(self._sorted))
-                if len(positions) > 1
-                else [self._sorted[position] for position in positions]
-            )
+            choices = _pick(self._sorted, positions)
         found = process.extract(query, choices, scorer=fuzz.ratio, limit=self._keep, score_cutoff=MIN_SCORE)
         return [(score, positions[index]) for _, score, index in found]
 

@@ -35,14 +35,5 @@ ELSEWHERE = "outside the US, findahelpline.com lists local lines"
 AUTOMATED = "I'm an automated bot: I can't see where you are or send help."
 """Said in every crisis reply, so nobody waits for help that is not coming."""
 
-TEXTS = {
-    "emergency": EMERGENCY,
-    "lifeline": LIFELINE,
-    "lifeline_es": LIFELINE_ES,
-    "dv_hotline": DV_HOTLINE,
-    "outside_us": OUTSIDE_US,
-}
-"""Each resource by the id that escalation records store."""
-
 HOTLINE_NUMBERS = ("988", "911", "1-800-799-7233", "800-799-7233", "88788", "116 123", "13 11 14", "741741")
 """Numbers that must never be typed into content YAML; ``check`` looks for them."""
