@@ -10,6 +10,7 @@ nothing, so a rule is skipped only when it cannot match.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 from collections.abc import Iterable
 from functools import lru_cache
@@ -19,8 +20,12 @@ from typing import Any
 
 from bot.lexicon import Rule
 
+log = logging.getLogger("unhooked.safety")
+
 _MIN_LITERAL = 3
 """Strings shorter than this are in nearly every text: a requirement made of one needs nothing."""
+_MAX_LITERAL = 40
+"""Longer strings are looked for by their start alone (a text holding a string holds its start)."""
 _REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 
 
@@ -57,7 +62,7 @@ def _any_of(parts: list[Requirement]) -> Requirement:
 def _contains_one_of(strings: frozenset[str]) -> Requirement:
     """That the text contains one of ``strings``; ``None`` if one is shorter than ``_MIN_LITERAL``."""
     kept: list[str] = []
-    for string in sorted(strings, key=len):
+    for string in sorted({string[:_MAX_LITERAL] for string in strings}, key=len):
         if not any(shorter in string for shorter in kept):
             kept.append(string)
     if any(len(string) < _MIN_LITERAL for string in kept):
@@ -295,7 +300,11 @@ def prefilter_of(rules: tuple[Rule, ...]) -> Prefilter:
     found = _BY_IDENTITY.get(id(rules))
     if found is not None and found[0] is rules:
         return found[1]
-    made = _built(rules)
+    try:
+        made = _built(rules)
+    except Exception:  # a prefilter must never stop the screen: then every rule is tried
+        log.exception("could not build the crisis screen's prefilter; every pattern runs on every message")
+        made = Prefilter(Finder(None, {}), frozenset(range(len(rules))), {}, (None,) * len(rules))
     if len(_BY_IDENTITY) >= _MAX_BY_IDENTITY:
         _BY_IDENTITY.pop(next(iter(_BY_IDENTITY)))
     _BY_IDENTITY[id(rules)] = (rules, made)  # the tuple is kept, so its id is not reused while cached

@@ -296,6 +296,24 @@ class TestPrefilter:
     def test_the_finder_finds_every_string_present(self, strings: set[str], text: str, expected: set[str]) -> None:
         assert prefilter.Finder.of(strings).present(text) == expected
 
+    def test_a_pattern_needing_a_very_long_phrase_still_works(self, caplog) -> None:
+        phrase = "i cannot go on like this " * 39  # longer than a moderator's longest pattern
+        rule = safety.compile_rule("local.long", "suicidal", "crisis", phrase=phrase.strip())
+        assert safety.fired(phrase, (rule,)) == [rule]
+        assert safety.fired(phrase[:500], (rule,)) == []
+        assert "prefilter" not in caplog.text  # built, not given up on
+
+    def test_if_the_prefilter_cannot_be_built_every_rule_is_tried(self, monkeypatch, caplog) -> None:
+        def broken(rules: tuple) -> prefilter.Prefilter:
+            raise RecursionError("as a pathological pattern might")
+
+        monkeypatch.setattr(prefilter, "_built", broken)
+        rules = FLOOR[:-1]  # a tuple the prefilter has not seen
+        for text in ("i want to kill myself", "he choked me last night", "what is a trauma bond"):
+            assert safety.fired(text, rules) == safety.fired(text, rules, prefilter=False)
+        assert safety.detect("i want to kill myself", rules).level is Level.CRISIS
+        assert "every pattern runs on every message" in caplog.text
+
     @given(
         st.sets(st.text(alphabet="ab |.", min_size=1, max_size=5), max_size=12),
         st.text(alphabet="ab |.", max_size=40),
