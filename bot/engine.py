@@ -104,10 +104,7 @@ class Engine:
         """
         matcher = Matcher(catalog.phrases(), self._matcher_settings) if catalog else None
         rules = FLOOR + catalog.safety_rules if catalog else FLOOR
-        try:
-            safety.prepare(rules)
-        except Exception:  # the screen builds it again on the next message, or answers with crisis resources
-            log.exception("could not prepare the crisis screen's prefilter")
+        safety.prepare(rules)  # never raises: a prefilter that cannot be built tries every rule
         self.catalog, self.matcher, self.rules = catalog, matcher, rules
         self.metrics.content_loaded.set(1 if catalog else 0)
         self.metrics.content_intents.set(len(catalog.intents) if catalog else 0)

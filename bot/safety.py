@@ -25,7 +25,10 @@ MAX_PATTERN_CHARS = 1000
 
 
 def prepare(rules: tuple[Rule, ...]) -> None:
-    """Build the screen's prefilter for ``rules`` now (about 0.1 s), so that no person's first message waits for it."""
+    """Build the screen's prefilter for ``rules`` now (about 0.1 s), so that no person's first message waits for it.
+
+    Never raises: a prefilter that cannot be built is replaced by one that tries every rule.
+    """
     prefilter_of(rules)
 
 
