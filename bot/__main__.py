@@ -320,6 +320,8 @@ def _explain(engine: Engine, text: str, outcome: Outcome) -> Match | None:
 
 def _match(args: argparse.Namespace) -> int:
     settings = replace(Settings.from_env(), reload_seconds=0)
+    # A try-out, not a conversation: its crisis detections are printed, never logged as escalations for operators.
+    logging.getLogger("unhooked.escalations").disabled = True
 
     async def run() -> None:
         async with running_engine(settings, MemoryStore()) as engine:

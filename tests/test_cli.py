@@ -80,6 +80,7 @@ def test_match_json_has_the_stable_fields(tmp_path: Path) -> None:
     assert rows[0]["intent"] == "greeting" and rows[0]["crisis"] is None
     assert rows[1]["intent"] is None
     assert rows[2]["intent"] is None and rows[2]["crisis"]["level"] == "crisis"
+    assert '"event": "escalation"' not in result.stderr  # a try-out is not an escalation for operators
 
 
 def test_check_passes_on_the_shipped_content(tmp_path: Path) -> None:
