@@ -223,8 +223,6 @@ class Matcher:
         """``(keyword's words, intent, score)`` in catalogue order."""
         self._keyword_starts: dict[tuple[str, ...], list[int]] = defaultdict(list)
         """Keywords by their first two words (one, for a one-word keyword), as positions in ``_keywords``."""
-        self._keyword_firsts: set[str] = set()
-        """Every keyword's first word."""
         for phrases in intents:
             if phrases.whole_only:
                 self._whole_only.add(phrases.intent)
@@ -235,8 +233,9 @@ class Matcher:
                 if tokens:
                     score = self.settings.keyword_score if len(tokens) > 1 else self.settings.word_keyword_score
                     self._keyword_starts[tokens[:2]].append(len(self._keywords))
-                    self._keyword_firsts.add(tokens[0])
                     self._keywords.append((tokens, phrases.intent, score))
+        self._keyword_firsts = frozenset(start[0] for start in self._keyword_starts)
+        """Every keyword's first word: the only words where a keyword can start."""
         self._by_length = sorted(range(len(self._sorted)), key=lambda position: len(self._sorted[position]))
         self._lengths = [len(self._sorted[position]) for position in self._by_length]
         self._in_length_order = [self._sorted[position] for position in self._by_length]

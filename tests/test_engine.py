@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot import prefilter
 from bot.content import Catalog
 from bot.engine import NO_CONTENT, NOT_UNDERSTOOD, WHICH_TOPIC, Engine
 from bot.errors import StoreError
@@ -196,3 +197,15 @@ async def test_fallback_offers_the_first_topics_of_the_menu(chat: Chat, catalog:
 async def test_commands_pass_the_crisis_screen_too(chat: Chat, text: str) -> None:
     replies = await chat.say(text)
     assert replies[0].kind is ReplyKind.CRISIS
+
+
+async def test_the_screens_prefilter_is_built_with_the_content_not_on_the_first_message(
+    catalog: Catalog, monkeypatch
+) -> None:
+    built = []
+    monkeypatch.setattr(prefilter, "_built", lambda rules: built.append(rules) or prefilter.Prefilter.of(rules))
+    engine = Engine(MemoryStore(), SECRET, catalog)
+    assert built == [engine.rules]
+    await Chat(engine).say("i want to kill myself")
+    assert built == [engine.rules]  # the first message found it ready
+    await engine.aclose()
