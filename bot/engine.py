@@ -49,6 +49,14 @@ UNSURE_BETWEEN = "I'm not sure which of these you mean. Could you pick one, or s
 WHICH_TOPIC = "Happy to go on. Which topic would you like to hear more about?"
 APOLOGY = "Sorry, something went wrong on my side. Could you try saying that again?"
 NO_CONTENT = "I can't reach my reading material right now, so I can't answer that. Please try again a little later."
+SEEN_ALL = (
+    "You have now read everything the article says {about}, so I won't repeat it as if it were new."
+    " These related topics have more:"
+)
+SEEN_EVERYTHING = (
+    "You have now read everything the article says {about}, and everything on the other topics too,"
+    " so there is nothing new I can quote."
+)
 HELD_BACK = (
     "That part of the article describes violence, so I'll leave it out for now. You can ask for it another time."
 )
@@ -256,30 +264,50 @@ class Engine:
             if last is None:
                 return match, [Reply(WHICH_TOPIC, suggestions=self._menu(catalog, ()))]
             intent = last
-        passage = self._next_passage(catalog, intent, session, calm=calm)
-        if passage is None:
-            return match, [Reply(HELD_BACK, ReplyKind.NOTICE)]
-        return match, [self._render(catalog, passage)]
+        return match, [self._next_reply(catalog, intent, session, calm=calm)]
 
-    @staticmethod
-    def _next_passage(catalog: Catalog, intent: Intent, session: Session, *, calm: bool) -> Passage | None:
-        """The next passage of ``intent`` this person has not seen; in a crisis turn, none that describes violence."""
+    def _next_reply(self, catalog: Catalog, intent: Intent, session: Session, *, calm: bool) -> Reply:
+        """The next passage of ``intent`` this person has not seen, or a plain word that there is none.
+
+        In a crisis turn no passage that describes violence is quoted. A quoted passage is never
+        sent again as if it were new (nor its twin under another intent's id): once every passage
+        of a topic was seen, the person is told so and offered related topics. The bot's own lines
+        (small talk) may come round again.
+        """
         allowed = list(intent.responses)
         if calm:
-            allowed = [
-                passage_id for passage_id in allowed if not safety.describes_violence(catalog.passages[passage_id].text)
-            ]
-            if not allowed:
-                return None
-        unseen = [passage_id for passage_id in allowed if passage_id not in session.shown]
-        if not unseen:
+            allowed = [pid for pid in allowed if not safety.describes_violence(catalog.passages[pid].text)]
+        seen = {catalog.passages[pid].text for pid in session.shown if pid in catalog.passages}
+        unseen = [pid for pid in allowed if catalog.passages[pid].text not in seen]
+        if not unseen and allowed and catalog.conversational(intent):
             session.shown.difference_update(allowed)
             unseen = allowed
+        if not unseen:
+            held = [pid for pid in intent.responses if pid not in allowed and catalog.passages[pid].text not in seen]
+            if held:
+                return Reply(HELD_BACK, ReplyKind.NOTICE)
+            return self._seen_all(catalog, intent, session, seen)
         passage = catalog.passages[unseen[0]]
         session.shown.add(passage.id)
         if passage.quoted:
             session.last_intent = intent.id
-        return passage
+        return self._render(catalog, passage)
+
+    def _seen_all(self, catalog: Catalog, intent: Intent, session: Session, seen: set[str]) -> Reply:
+        """Every passage of ``intent`` was seen: say so, and offer related topics with something left to read."""
+        session.last_intent = intent.id
+        related = [topic for pid in intent.responses for topic in catalog.passages[pid].follow_ups]
+        related += [topic.id for topic in catalog.menu()]
+        fresh = [
+            topic
+            for topic in dict.fromkeys(related)
+            if topic != intent.id
+            and catalog.intents[topic].title
+            and any(catalog.passages[pid].text not in seen for pid in catalog.intents[topic].responses)
+        ]
+        about = f"about “{intent.title}”" if intent.title else "on this"
+        text = (SEEN_ALL if fresh else SEEN_EVERYTHING).format(about=about)
+        return Reply(text, ReplyKind.NOTICE, self._menu(catalog, fresh, fill=False))
 
     def _render(self, catalog: Catalog, passage: Passage) -> Reply:
         suggestions = tuple(
