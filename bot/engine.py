@@ -8,7 +8,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot import redact, safety
 from bot.content import Catalog
@@ -264,7 +264,12 @@ class Engine:
             if last is None:
                 return match, [Reply(WHICH_TOPIC, suggestions=self._menu(catalog, ()))]
             intent = last
-        return match, [self._next_reply(catalog, intent, session, calm=calm)]
+        reply = self._next_reply(catalog, intent, session, calm=calm)
+        if match.also in catalog.intents and catalog.intents[match.also].title and match.also != intent.id:
+            also = Suggestion(match.also, catalog.intents[match.also].title or match.also)
+            rest = [s for s in reply.suggestions if s.intent != match.also]
+            reply = replace(reply, suggestions=(also, *rest)[:MAX_SUGGESTIONS])
+        return match, [reply]
 
     def _next_reply(self, catalog: Catalog, intent: Intent, session: Session, *, calm: bool) -> Reply:
         """The next passage of ``intent`` this person has not seen, or a plain word that there is none.

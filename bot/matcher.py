@@ -1,7 +1,9 @@
 """Fuzzy intent matching with rapidfuzz: best intent, runner-up, and an honest no-match.
 
 A message is compared as a whole and, when it has several sentences, sentence by sentence too
-("we split in March. why do I still miss him?" is mostly its last sentence). Each piece gets
+("we split in March. why do I still miss him?" is mostly its question). When a sentence asks (a
+question mark, or a question word where a question starts), the others are background and score
+less, so the answer is to what the person asks; a second question about another topic is offered. Each piece gets
 four scores against the examples, and an intent keeps its best:
 
 * **similarity**: ``fuzz.ratio`` of the token-sorted piece and example (``token_sort_ratio``
@@ -45,7 +47,7 @@ import operator
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rapidfuzz import fuzz, process
 
@@ -89,10 +91,25 @@ _CANONICAL = {**{word: group.split()[0] for group in SYNONYM_GROUPS for word in 
 _SUFFIXES = ("ingly", "edly", "ness", "ment", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s")
 _NOTHING = (-1.0, "")
 _BRITISH = (("ising", "izing"), ("ised", "ized"), ("ise", "ize"), ("our", "or"))
-_SENTENCE = re.compile(r"[.!?;\n]+")
+_SENTENCE = re.compile(r"[^.!?;\n]+[.!?;\n]*|[.!?;\n]+")
 
-MAX_PIECES = 2
-"""At most this many sentences of a long message are compared one by one (the last ones)."""
+MAX_PIECES = 6
+"""At most this many sentences of a long message are compared one by one (those that ask, then the last ones)."""
+BACKGROUND = 5.0
+"""In a message where a sentence asks, the other sentences score this much less."""
+WHOLE_LESS = 3.0
+"""In a message where a sentence asks, the message as a whole scores this much less."""
+CLEAR_QUESTION = 80.0
+"""A sentence asks clearly when its best intent scores at least this; only then is the rest background."""
+WINDOW_LESS = 0.0
+"""A sentence that asks read with the sentence before it scores this much less than the question alone."""
+QUESTION_STARTS = frozenset(
+    "why how what when where which who whose should shall is am are was were can could do does did will would"
+    " has have may might anyone".split()
+)
+"""A sentence starting with one of these (after normalising) asks something, with or without a question mark."""
+WH_WORDS = frozenset("why how what".split())
+"""Found among a sentence's first three words ("so why do I", "and how can I"), these ask too."""
 MAX_SCAN = 2000
 """Up to this many examples are scanned whole for similarity; beyond it, those sharing the most words."""
 MAX_CANDIDATES = 200
@@ -169,10 +186,42 @@ def tokens_of(text: str) -> list[str]:
     return [word if word in STOPWORDS else canonical(word) for word in for_matching(text).split()]
 
 
-def pieces_of(text: str) -> list[str]:
-    """The sentences of a message worth comparing one by one (none for a single sentence)."""
-    sentences = [sentence for sentence in _SENTENCE.split(text) if sentence.strip()]
-    return sentences[-MAX_PIECES:] if len(sentences) > 1 else []
+@dataclass(frozen=True)
+class Piece:
+    """A sentence of a long message, or a window of a sentence that asks and the one before it."""
+
+    text: str
+    asks: bool
+    window: bool = False
+
+
+def asks(sentence: str) -> bool:
+    """Whether a sentence asks something: a question mark, or a question word where a question starts."""
+    if sentence.rstrip().endswith("?"):
+        return True
+    words = for_matching(sentence).split()
+    return bool(words) and (words[0] in QUESTION_STARTS or any(word in WH_WORDS for word in words[:3]))
+
+
+def pieces_of(text: str) -> list[Piece]:
+    """The sentences of a message worth comparing one by one (none for a single sentence).
+
+    The sentences that ask come first, each also with the sentence before it ("She adored me one
+    day and ignored me the next. Why did that hook me?"), then the others from the last; at most
+    ``MAX_PIECES``.
+    """
+    sentences = [found.group().strip() for found in _SENTENCE.finditer(text) if found.group().strip(" .!?;\n")]
+    if len(sentences) < 2:
+        return []
+    asking, background = [], []
+    for at in reversed(range(len(sentences))):
+        if asks(sentences[at]):
+            asking.append(Piece(sentences[at], asks=True))
+            if at:
+                asking.append(Piece(f"{sentences[at - 1]} {sentences[at]}", asks=True, window=True))
+        else:
+            background.append(Piece(sentences[at], asks=False))
+    return [*asking, *background][:MAX_PIECES]
 
 
 def _postings(index: dict[str, list[int]], words: Iterable[str], budget: int) -> set[int]:
@@ -202,6 +251,13 @@ def _pick(items: list[str], positions: list[int]) -> list[str]:
     if len(positions) < 2:
         return [items[position] for position in positions]
     return list(operator.itemgetter(*positions)(items))
+
+
+def _merge(best: dict[str, tuple[float, str]], found: dict[str, tuple[float, str]], less: float) -> None:
+    """Keep in ``best`` each intent's better score: its own, or the one in ``found`` less ``less``."""
+    for intent, (score, example) in found.items():
+        if score - less > best.get(intent, _NOTHING)[0]:
+            best[intent] = (score - less, example)
 
 
 def _content(tokens: Iterable[str]) -> frozenset[str]:
@@ -306,18 +362,48 @@ class Matcher:
         return self._rank(text, tokens_of(text))
 
     def _rank(self, text: str, whole: list[str]) -> list[Candidate]:
-        best: dict[str, tuple[float, str]] = {}
-        """Intent -> (best score, the example or keyword behind it)."""
+        return self._ranked(text, whole)[0]
+
+    def _ranked(self, text: str, whole: list[str]) -> tuple[list[Candidate], list[Candidate]]:
+        """Every intent's best score, best first, and the best intent of each sentence that asks.
+
+        When a sentence asks something clearly (its best intent reaches ``CLEAR_QUESTION``), what the
+        person asks counts more than the background they give: the other sentences score
+        ``BACKGROUND`` less, the whole message ``WHOLE_LESS`` less, and each question read with the
+        sentence before it ``WINDOW_LESS`` less. A vague question ("why?") leaves the background whole.
+        """
         whole = self._spell(whole)
         pieces = pieces_of(text)
+        scored: list[tuple[Piece | None, dict[str, tuple[float, str]]]] = []
         if whole:
-            self._score(whole, best, whole_message=True, contained=not pieces)
+            found: dict[str, tuple[float, str]] = {}
+            self._score(whole, found, whole_message=True, contained=not pieces)
+            scored.append((None, found))
         for piece in pieces:
-            tokens = self._spell(tokens_of(piece))
+            tokens = self._spell(tokens_of(piece.text))
             if len(tokens) >= MIN_CONTAIN_WORDS and _content(tokens):
-                self._score(tokens, best, whole_message=False)
+                found = {}
+                self._score(tokens, found, whole_message=False)
+                scored.append((piece, found))
+        asked = [
+            Candidate(intent, round(score, 1), example)
+            for piece, found in scored
+            if piece is not None and piece.asks and not piece.window and found
+            for intent, (score, example) in [max(found.items(), key=lambda item: item[1][0])]
+        ]
+        clear = any(candidate.score >= CLEAR_QUESTION for candidate in asked)
+        best: dict[str, tuple[float, str]] = {}
+        """Intent -> (best score, the example or keyword behind it)."""
+        for piece, found in scored:
+            if not clear:
+                less = 0.0
+            elif piece is None:
+                less = WHOLE_LESS
+            else:
+                less = (WINDOW_LESS if piece.window else 0.0) if piece.asks else BACKGROUND
+            _merge(best, found, less)
         ranked = [Candidate(intent, round(score, 1), example) for intent, (score, example) in best.items()]
-        return sorted(ranked, key=lambda candidate: candidate.score, reverse=True)
+        return sorted(ranked, key=lambda candidate: candidate.score, reverse=True), asked
 
     def _score(
         self, tokens: list[str], best: dict[str, tuple[float, str]], *, whole_message: bool, contained: bool = True
@@ -413,11 +499,25 @@ class Matcher:
         return found
 
     def match(self, text: str) -> Match:
-        """Return the best intent for ``text``, or no intent with the reason."""
+        """Return the best intent for ``text``, or no intent with the reason.
+
+        A message whose sentences ask about two topics answers the clearer one and names the other
+        in ``Match.also``, for the bot to offer as a button.
+        """
         tokens = tokens_of(text)
         if not tokens:
             return Match(intent=None, score=0.0, reason="empty")
-        return self.decide(self._rank(text, tokens))
+        ranked, asked = self._ranked(text, tokens)
+        found = self.decide(ranked)
+        clear = [c for c in asked if c.score >= self.settings.threshold and c.intent not in self._whole_only]
+        clear.sort(key=lambda candidate: candidate.score, reverse=True)
+        two = {c.intent for c in clear[:2]}
+        if found.reason == "ambiguous" and len(two) == 2 and two == {ranked[0].intent, ranked[1].intent}:
+            found = replace(found, intent=ranked[0].intent, reason="matched")  # two clear questions, not one unclear
+        if found.intent is None:
+            return found
+        other = [c.intent for c in clear if c.intent != found.intent]
+        return replace(found, also=other[0]) if other else found
 
     def decide(self, ranked: list[Candidate]) -> Match:
         """Apply the threshold and the ambiguity margin to ranked candidates."""

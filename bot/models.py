@@ -136,6 +136,8 @@ class Match:
     """``matched``, ``chosen`` (a button), ``low_confidence``, ``ambiguous`` or ``empty``."""
     candidates: tuple[Candidate, ...] = ()
     """The best few intents, best first, for explaining a decision."""
+    also: str | None = None
+    """Another intent a sentence of the message asked about clearly, offered as a button beside the answer."""
 
 
 @dataclass

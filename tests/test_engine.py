@@ -243,3 +243,11 @@ async def test_the_screens_prefilter_is_built_with_the_content_not_on_the_first_
     await Chat(engine).say("i want to kill myself")
     assert built == [engine.rules]  # the first message found it ready
     await engine.aclose()
+
+
+async def test_a_message_asking_two_things_answers_one_and_offers_the_other(chat: Chat, catalog: Catalog) -> None:
+    replies = await chat.say("Why do I miss him so much? And should I go back to him?")
+    answered, offered = chat.last.match.intent, chat.last.match.also
+    assert {answered, offered} == {"miss_them", "should_i_go_back"}
+    assert replies[0].text == catalog.passages[catalog.intents[answered].responses[0]].text
+    assert replies[0].suggestions[0].intent == offered
