@@ -24,6 +24,7 @@ from bot.engine import Engine, Outcome
 from bot.errors import BotError, ConfigError, ContentError
 from bot.lint import TESTS_DIR, lint
 from bot.matcher import tokens_of
+from bot.meaning import index_of, vectors_for
 from bot.models import Incoming, Level, Match
 from bot.service import running_engine
 from bot.spool import Spool
@@ -379,9 +380,11 @@ def _eval(args: argparse.Namespace) -> int:
     errors = [problem for problem in problems if problem.level == "error"]
     if errors:
         raise ContentError(errors)
+    settings = Settings.from_env()
+    vectors = vectors_for(settings.meaning_model, settings.vector_cache)
     print(f"running {len(sentences.sentences) + len(sentences.out_of_scope)} sentences...", file=sys.stderr)
-    result = asyncio.run(evaluate.evaluate(catalog, sentences))
-    rows = evaluate.sweep(catalog, result)
+    result = asyncio.run(evaluate.evaluate(catalog, sentences, vectors))
+    rows = evaluate.sweep(catalog, result, meaning=index_of(catalog, vectors))
     sys.stdout.write(evaluate.as_json(result, rows) if args.json else evaluate.report(result, rows))
     if args.update_known_failures:
         text, count = evaluate.known_failures_yaml(result)

@@ -72,6 +72,8 @@ class Settings:
     """Days escalation details and idle sessions are kept before ``purge`` (``UNHOOKED_RETENTION_DAYS``)."""
     escalation_excerpts: bool = False
     """Whether escalation records keep a redacted excerpt of the message (``UNHOOKED_ESCALATION_EXCERPTS``)."""
+    meaning_model: str | None = None
+    """Meaning-based matching (``UNHOOKED_MEANING_MODEL``): unset for the shipped model, ``off``, or a folder."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -91,10 +93,18 @@ class Settings:
                 "characters (e.g. the output of `python -c 'import secrets; print(secrets.token_hex(32))'`), "
                 "or unset it to have one generated in the data folder"
             )
+        meaning_model = env.get("UNHOOKED_MEANING_MODEL", "").strip() or None
+        if meaning_model not in (None, "off") and not Path(meaning_model).is_dir():
+            raise ConfigError(
+                f"UNHOOKED_MEANING_MODEL is {meaning_model!r}, which is not a folder; set it to a folder holding "
+                "crisis.onnx, tokenizer.json and card.json, to `off` to match by rapidfuzz alone, "
+                "or unset it to use the shipped model"
+            )
         return cls(
             db_path=db_path,
             content_dir=content_dir,
             secret=secret,
+            meaning_model=meaning_model,
             reload_seconds=_seconds(env, "UNHOOKED_RELOAD_SECONDS", cls.reload_seconds),
             retention_days=_positive_int(env, "UNHOOKED_RETENTION_DAYS", DEFAULT_RETENTION_DAYS),
             escalation_excerpts=_flag(env, "UNHOOKED_ESCALATION_EXCERPTS"),
@@ -106,6 +116,11 @@ class Settings:
         if str(self.db_path) == ":memory:":
             return None
         return self.db_path.parent / "escalations.spool.jsonl"
+
+    @property
+    def vector_cache(self) -> Path | None:
+        """Where the examples' sentence embeddings are kept between starts; none for an in-memory database."""
+        return None if self.spool_path is None else self.db_path.parent / "example-vectors.npz"
 
     def with_db(self, db_path: Path | None) -> Settings:
         """The same settings with another database file (a ``--db`` option)."""

@@ -16,6 +16,7 @@ from bot.escalation import Escalator
 from bot.health import Faults
 from bot.lexicon import FLOOR, Rule
 from bot.matcher import Matcher, MatcherSettings
+from bot.meaning import MeaningIndex, Vectors, index_of
 from bot.metrics import Metrics
 from bot.models import (
     Detection,
@@ -88,6 +89,7 @@ class Engine:
         excerpts: bool = False,
         metrics: Metrics | None = None,
         faults: Faults | None = None,
+        vectors: Vectors | None = None,
     ) -> None:
         self.metrics = metrics or (escalator.metrics if escalator else Metrics())
         """What operators can count (``/metrics``): messages, intents, fallbacks, escalations, latency..."""
@@ -100,6 +102,8 @@ class Engine:
         self._secret = secret
         self._clock = clock
         self._matcher_settings = matcher_settings
+        self.vectors = vectors
+        """The examples' sentence embeddings, kept across reloads; ``None`` matches by rapidfuzz alone."""
         self.catalog: Catalog | None = None
         self.matcher: Matcher | None = None
         self.rules: tuple[Rule, ...] = FLOOR
@@ -110,12 +114,20 @@ class Engine:
 
         The crisis screen always runs the floor in code, plus the catalogue's own safety rules.
         """
-        matcher = Matcher(catalog.phrases(), self._matcher_settings) if catalog else None
+        matcher = Matcher(catalog.phrases(), self._matcher_settings, self._meaning(catalog)) if catalog else None
         rules = FLOOR + catalog.safety_rules if catalog else FLOOR
         safety.prepare(rules)  # never raises: a prefilter that cannot be built tries every rule
         self.catalog, self.matcher, self.rules = catalog, matcher, rules
         self.metrics.content_loaded.set(1 if catalog else 0)
         self.metrics.content_intents.set(len(catalog.intents) if catalog else 0)
+
+    def _meaning(self, catalog: Catalog) -> MeaningIndex | None:
+        """The catalogue's examples by meaning (only new or changed ones are embedded), or ``None``."""
+        try:
+            return index_of(catalog, self.vectors)
+        except Exception:
+            log.exception("could not embed the examples; rapidfuzz matches alone until the next reload")
+            return None
 
     def user_key(self, channel: str, user_id: str) -> str:
         """The keyed hash that stands for a person everywhere the bot stores or logs anything."""

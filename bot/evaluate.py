@@ -15,6 +15,7 @@ from bot.content import Catalog
 from bot.conversations import KnownFailure, Sentence, SentenceSet
 from bot.engine import Engine
 from bot.matcher import Matcher, MatcherSettings, tokens_of
+from bot.meaning import MeaningIndex, Vectors
 from bot.models import Incoming
 from bot.normalize import fold
 from bot.store import MemoryStore
@@ -132,6 +133,8 @@ class Evaluation:
     settings: MatcherSettings = field(default_factory=MatcherSettings)
     overlap: int = 0
     """How many test sentences read exactly like an example once normalised (they test little)."""
+    meaning: bool = False
+    """Whether meaning-based matching was on."""
 
     def __repr__(self) -> str:
         return f"<Evaluation of {len(self.results)} sentences: accuracy {self.accuracy:.1%}>"
@@ -200,9 +203,11 @@ class Evaluation:
         return [r for r in self.results if not r.passed and r.sentence.key not in self.known]
 
 
-async def run_sentences(catalog: Catalog, sentences: Iterable[Sentence]) -> list[Result]:
+async def run_sentences(
+    catalog: Catalog, sentences: Iterable[Sentence], vectors: Vectors | None = None
+) -> list[Result]:
     """Send each sentence through a real engine over ``catalog``, each as a new person."""
-    engine = Engine(MemoryStore(), secrets.token_bytes(32), catalog)
+    engine = Engine(MemoryStore(), secrets.token_bytes(32), catalog, vectors=vectors)
     results = []
     try:
         for number, sentence in enumerate(sentences):
@@ -223,15 +228,16 @@ async def run_sentences(catalog: Catalog, sentences: Iterable[Sentence]) -> list
     return results
 
 
-async def evaluate(catalog: Catalog, sentences: SentenceSet) -> Evaluation:
-    """Run every test sentence and out-of-scope message through the engine."""
-    results = await run_sentences(catalog, [*sentences.sentences, *sentences.out_of_scope])
+async def evaluate(catalog: Catalog, sentences: SentenceSet, vectors: Vectors | None = None) -> Evaluation:
+    """Run every test sentence and out-of-scope message through the engine (by meaning too, given ``vectors``)."""
+    results = await run_sentences(catalog, [*sentences.sentences, *sentences.out_of_scope], vectors)
     examples = {" ".join(tokens_of(e.text)) for i in catalog.intents.values() for e in i.examples}
     count = len(sentences.sentences)
     return Evaluation(
         results=tuple(results[:count]),
         out_of_scope=tuple(results[count:]),
         known=dict(sentences.known),
+        meaning=vectors is not None,
         overlap=sum(" ".join(tokens_of(s.text)) in examples for s in sentences.sentences),
     )
 
@@ -241,6 +247,7 @@ def sweep(
     evaluation: Evaluation,
     thresholds: Sequence[float] = THRESHOLDS,
     margins: Sequence[float] = MARGINS,
+    meaning: MeaningIndex | None = None,
 ) -> list[SweepRow]:
     """Accuracy, fallback and false-match rates at other thresholds (current margin) and margins (current threshold).
 
@@ -252,7 +259,7 @@ def sweep(
     settings += [replace(current, margin=m) for m in sorted({*margins, current.margin}) if m != current.margin]
     rows = []
     for setting in settings:
-        matcher = Matcher(catalog.phrases(), setting)
+        matcher = Matcher(catalog.phrases(), setting, meaning)
 
         def reached(result: Result, matcher: Matcher = matcher) -> str | None:
             return None if result.crisis else matcher.match(result.sentence.text).intent

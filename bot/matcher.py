@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import logging
 import math
 import operator
 import re
@@ -51,8 +52,11 @@ from dataclasses import dataclass, replace
 
 from rapidfuzz import fuzz, process
 
+from bot.meaning import MeaningIndex, fuse
 from bot.models import Candidate, Match
 from bot.normalize import for_matching
+
+log = logging.getLogger("unhooked.matcher")
 
 STOPWORDS = frozenset(
     "a an and are am as at be been being but by can could did do does for from had has have how i if in"
@@ -144,6 +148,14 @@ class MatcherSettings:
     """The score an intent gets when one of its keyword phrases is in the message."""
     word_keyword_score: float = 80.0
     """The score for a single-word keyword: one word is weaker evidence than a phrase."""
+    meaning_weight: float = 0.4
+    """With meaning-based matching on, an intent's score is this share of its meaning score, the rest fuzzy."""
+    meaning_floor: float = 0.2
+    """The cosine similarity to the nearest example that counts as a meaning score of 0."""
+    meaning_full: float = 0.9
+    """The cosine similarity that counts as a meaning score of 100."""
+    fuzzy_floor: float = 40.0
+    """The fuzzy score of an intent the fuzzy scorers did not find at all, when fusing."""
 
 
 @dataclass(frozen=True)
@@ -267,8 +279,15 @@ def _content(tokens: Iterable[str]) -> frozenset[str]:
 class Matcher:
     """Scores a message against every intent's examples; build once per catalogue."""
 
-    def __init__(self, intents: Iterable[IntentPhrases], settings: MatcherSettings | None = None) -> None:
+    def __init__(
+        self,
+        intents: Iterable[IntentPhrases],
+        settings: MatcherSettings | None = None,
+        meaning: MeaningIndex | None = None,
+    ) -> None:
         self.settings = settings or MatcherSettings()
+        self.meaning = meaning
+        """The examples' sentence embeddings; ``None`` matches by rapidfuzz alone."""
         self._owner: list[str] = []
         self._raw: list[str] = []
         self._normal: list[str] = []
@@ -402,6 +421,12 @@ class Matcher:
             else:
                 less = (WINDOW_LESS if piece.window else 0.0) if piece.asks else BACKGROUND
             _merge(best, found, less)
+        if self.meaning is not None:
+            questions = [piece.text for piece in pieces if piece.asks and not piece.window]
+            try:
+                return fuse(self.meaning, self.settings, best, [text, *questions], self._whole_only), asked
+            except Exception:
+                log.exception("meaning-based matching failed on a message; rapidfuzz's scores decide it")
         ranked = [Candidate(intent, round(score, 1), example) for intent, (score, example) in best.items()]
         return sorted(ranked, key=lambda candidate: candidate.score, reverse=True), asked
 

@@ -122,6 +122,12 @@ class Candidate:
     intent: str
     score: float
     example: str
+    fuzzy: float | None = None
+    """With meaning-based matching on: what the fuzzy scorers gave (``score`` is the fused score)."""
+    meaning: float | None = None
+    """With meaning-based matching on: the meaning score, from the cosine similarity to ``nearest``."""
+    nearest: str | None = None
+    """With meaning-based matching on: the example nearest in meaning."""
 
 
 @dataclass(frozen=True)

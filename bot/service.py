@@ -15,6 +15,7 @@ from bot.errors import StoreError
 from bot.escalation import Alerter, Escalator
 from bot.health import CONTENT, STORE, Faults, Health, describe
 from bot.lint import check_content
+from bot.meaning import vectors_for
 from bot.metrics import Metrics
 from bot.reload import ContentAlert, ContentWatcher, first_error, log_problems
 from bot.spool import Spool
@@ -83,7 +84,8 @@ async def running_engine(
     spool = Spool(settings.spool_path) if settings.spool_path and store is None else None
     store = await _open(store or open_store(settings.db_path), spool, faults)
     escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults)
-    engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts)
+    vectors = vectors_for(settings.meaning_model, settings.vector_cache)
+    engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts, vectors=vectors)
     retry = asyncio.create_task(escalator.retry_forever(), name="escalation-retry")
     watcher = None
     if settings.reload_seconds > 0:
