@@ -25,9 +25,11 @@ from bot.errors import BotError, ConfigError, ContentError
 from bot.lint import TESTS_DIR, lint
 from bot.matcher import tokens_of
 from bot.models import Incoming, Level, Match
-from bot.service import running_engine
+from bot.service import existing_store, migrate, running_service
 from bot.spool import Spool
-from bot.store import Backup, MemoryStore, SqliteStore
+from bot.store.backup import Backup
+from bot.store.memory import MemoryStore
+from bot.store.sqlite import SqliteStore
 
 EXAMPLES = {
     "chat": """examples:
@@ -78,6 +80,9 @@ SIGTERM or Ctrl-C stops cleanly: updates already fetched are answered first.""",
     "escalations export": """examples:
   python -m bot escalations export --format csv > escalations.csv
   python -m bot escalations export --format jsonl --since 30d --output escalations.jsonl""",
+    "migrate": """examples:
+  python -m bot migrate
+  UNHOOKED_DB=/data/unhooked.sqlite3 python -m bot migrate""",
     "backup": """examples:
   python -m bot backup backups/unhooked-$(date +%F).sqlite3
   UNHOOKED_DB=/data/unhooked.sqlite3 python -m bot backup /data/backups/latest.sqlite3 --force""",
@@ -207,6 +212,9 @@ def _parser() -> argparse.ArgumentParser:
     purge.add_argument("--days", type=int, help="keep this many days (default: UNHOOKED_RETENTION_DAYS, or 30)")
     purge.set_defaults(handler=_purge)
 
+    migrate = with_db(command("migrate", "Apply the migrations this version has and the database lacks, then stop."))
+    migrate.set_defaults(handler=_migrate)
+
     backup = command(
         "backup",
         "Copy the database to PATH while the bot keeps running (SQLite's online backup); "
@@ -224,7 +232,8 @@ def _chat(args: argparse.Namespace) -> int:
 
     async def talk() -> None:
         alerts = {"alerter": stderr_alerter(sys.stderr), "content_alert": stderr_content_alert(sys.stderr)}
-        async with running_engine(settings, **alerts) as engine:
+        async with running_service(settings, **alerts) as service:
+            engine = service.engine
             interactive = sys.stdin.isatty() and sys.stdout.isatty()
             chat = TerminalChat(engine, user=args.user, stdin=sys.stdin, stdout=sys.stdout, interactive=interactive)
             await chat.run()
@@ -324,7 +333,8 @@ def _match(args: argparse.Namespace) -> int:
     logging.getLogger("unhooked.escalations").disabled = True
 
     async def run() -> None:
-        async with running_engine(settings, MemoryStore()) as engine:
+        async with running_service(settings, MemoryStore()) as service:
+            engine = service.engine
             for number, text in enumerate(_lines(args.text)):
                 outcome = await engine.handle(Incoming(f"match-{number}", text, "match"))
                 explained = _explain(engine, text, outcome) if args.explain else None
@@ -396,7 +406,7 @@ def _operate(args: argparse.Namespace, work: Any) -> int:
     spool = Spool(settings.spool_path) if settings.spool_path else None
 
     async def run() -> None:
-        async with operators.operator_log(settings.db_path) as store:
+        async with existing_store(settings) as store:
             output = await work(store, spool)
         if output:
             sys.stdout.write(output)
@@ -424,7 +434,7 @@ def _escalations_tail(args: argparse.Namespace) -> int:
         sys.stdout.flush()
 
     async def work(store: Any, spool: Spool | None) -> None:
-        print(f"following escalations in {store.path}; press Ctrl-C to stop", file=sys.stderr, flush=True)
+        print(f"following escalations in {store.where}; press Ctrl-C to stop", file=sys.stderr, flush=True)
         await operators.follow(store, write, last=max(args.last, 0), every=args.every, as_json=args.json)
 
     return _operate(args, work)
@@ -470,6 +480,14 @@ def configure_logging(level: str) -> None:
         logging.getLogger(name).setLevel(floor)
 
 
+def _migrate(args: argparse.Namespace) -> int:
+    settings = Settings.from_env().with_db(args.db)
+    if str(settings.db_path) == ":memory:":
+        raise ConfigError("an in-memory database has no schema to migrate; set UNHOOKED_DB or --db to the database")
+    print(asyncio.run(migrate(settings)))
+    return 0
+
+
 def _size(size: int) -> str:
     if size < 1000:
         return f"{size} bytes"
@@ -482,7 +500,9 @@ def _backup(args: argparse.Namespace) -> int:
         raise ConfigError("an in-memory database has nothing to back up; set UNHOOKED_DB or --db to the database file")
 
     async def run() -> Backup:
-        async with SqliteStore(settings.db_path, migrate=False) as store:
+        async with existing_store(settings) as store:
+            if not isinstance(store, SqliteStore):
+                raise ConfigError("backup copies a SQLite database; back up PostgreSQL with pg_dump (deploy/README.md)")
             return await store.backup(args.path, overwrite=args.force)
 
     print(f"backing up {settings.db_path} to {args.path} ...", flush=True)

@@ -14,7 +14,9 @@ from bot.config import PACKAGE_DIR
 from bot.content import Catalog, load_catalog
 from bot.engine import Engine
 from bot.models import Incoming, Reply
-from bot.store import MemoryStore, SqliteStore, Store
+from bot.store import Store
+from bot.store.memory import MemoryStore
+from bot.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
     from tests.fake_bot_api import FakeBotApi

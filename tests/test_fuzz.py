@@ -20,7 +20,7 @@ from bot.content import MAX_DEPTH, MAX_FILE_BYTES, Catalog, read_content, read_y
 from bot.engine import Engine
 from bot.models import Incoming, ReplyKind
 from bot.normalize import MAX_CHARS
-from bot.store import MemoryStore
+from bot.store.memory import MemoryStore
 from tests.conftest import SECRET
 
 # Every code point, lone surrogates and unassigned ones included: what a JSON update may carry.

@@ -38,6 +38,7 @@ from bot.escalation import Alerter
 from bot.models import Detection, Escalation, Incoming, Level, ReplyKind, Suggestion
 from bot.reload import ContentAlert, Reload, reload_content_async
 from bot.sessions import day_of
+from bot.store import EscalationLog
 
 log = logging.getLogger("unhooked.telegram")
 
@@ -94,6 +95,7 @@ class TelegramBot:
         telegram: TelegramSettings,
         application: Application,
         journal: Journal,
+        escalation_log: EscalationLog,
         *,
         clock: Callable[[], float] = time.time,
         metrics: TelegramMetrics | None = None,
@@ -103,6 +105,8 @@ class TelegramBot:
         self.telegram = telegram
         self.application = application
         self.journal = journal
+        self.escalation_log = escalation_log
+        """The escalation log, for operators' taps and /stats."""
         self._clock = clock
         self._turns: dict[int, Turn] = {}
         self._told_groups: set[str] = set()
@@ -276,7 +280,7 @@ class TelegramBot:
         self._told_groups.add(key)
         try:
             async with asyncio.timeout(STORE_TIMEOUT):
-                first = await self.engine.sessions.store.tell_group_once(key, self._clock())
+                first = await self.journal.store.tell_group_once(key, self._clock())
         except (StoreError, TimeoutError):
             first = True
         if first:
@@ -318,7 +322,7 @@ class TelegramBot:
         """Delete this chat's messages of the last 48 hours on Telegram, and say what could not go."""
         chat_id = update.effective_chat.id
         turn = self._turns.get(update.update_id) or Turn(self.key(chat_id))
-        store = self.engine.sessions.store
+        store = self.journal.store
         try:
             known = await store.message_ids(self.key(chat_id))
         except StoreError as error:
@@ -381,7 +385,7 @@ class TelegramBot:
         user = query.from_user
         by = f"telegram:{user.id}" + (f" @{user.username}" if user.username else "")
         try:
-            escalation = await self.engine.sessions.store.acknowledge(escalation_id, by, self._clock())
+            escalation = await self.escalation_log.acknowledge(escalation_id, by, self._clock())
         except StoreError as error:
             log.error("could not record an acknowledgement: %s", error)
             return "Not recorded: the database is not answering. Please try again."
@@ -396,7 +400,7 @@ class TelegramBot:
         day = day_of(self._clock())
         try:
             await self.engine.sessions.flush()
-            counts = await self.engine.sessions.store.counts(day)
+            counts = await self.escalation_log.counts(day)
         except StoreError as error:
             await self.send(update, [plain(f"The database is not answering: {error}")])
             return

@@ -23,7 +23,7 @@ from bot.config import Settings, TelegramSettings
 from bot.errors import ConfigError
 from bot.health import Health
 from bot.metrics import Metrics
-from bot.service import engine_health, running_engine
+from bot.service import running_service
 from bot.store import Store
 
 log = logging.getLogger("unhooked.telegram")
@@ -112,15 +112,16 @@ async def run_telegram(
         ) from None
     metrics = Metrics()
     try:
-        async with running_engine(settings, store, alerter, content_alert, metrics=metrics) as engine:
+        async with running_service(settings, store, alerter, content_alert, metrics=metrics) as service:
+            engine = service.engine
             watched = TelegramMetrics(metrics.registry, engine.faults)
             sender.watch(watched)
-            journal = Journal(engine.sessions.store, metrics=metrics, faults=engine.faults)
-            bot = TelegramBot(engine, settings, telegram, application, journal, metrics=watched)
+            journal = Journal(service.store, metrics=metrics, faults=engine.faults)
+            bot = TelegramBot(engine, settings, telegram, application, journal, service.store, metrics=watched)
             lanes = Lanes(bot.handle, telegram.max_concurrent_chats, on_answered=watched.answering.observe)
             watched.pending.read = lambda: lanes.pending
             intake = Intake(journal, lanes, watched)
-            health = engine_health(engine, {TELEGRAM: telegram_health.LINK_GRACE})
+            health = service.health({TELEGRAM: telegram_health.LINK_GRACE})
             return await _serve(bot, intake, health, webhook=webhook, stop=stop, started=started)
     finally:
         await application.shutdown()
