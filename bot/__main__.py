@@ -126,11 +126,11 @@ def _parser() -> argparse.ArgumentParser:
         )
 
     def with_db(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        parser.add_argument("--db", type=Path, help="the bot's SQLite file (default: UNHOOKED_DB)")
+        parser.add_argument("--db", help="the bot's database: a SQLite file or a PostgreSQL URL (default: UNHOOKED_DB)")
         return parser
 
     chat = command("chat", "Talk to the bot in this terminal, on the shipped content; no token needed.")
-    chat.add_argument("--db", type=Path, help="SQLite file for sessions, or :memory: (default: UNHOOKED_DB)")
+    chat.add_argument("--db", help="SQLite file for sessions, or :memory: (default: UNHOOKED_DB)")
     chat.add_argument("--user", default="local", help="who you are to the bot; another name starts afresh")
     chat.set_defaults(handler=_chat)
 
@@ -222,7 +222,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     backup.add_argument("path", type=Path, help="the backup file to write, e.g. backups/unhooked-2025-01-31.sqlite3")
     backup.add_argument("--force", action="store_true", help="replace PATH if it already exists")
-    backup.add_argument("--db", type=Path, help="the database to back up (default: UNHOOKED_DB)")
+    backup.add_argument("--db", help="the SQLite database to back up (default: UNHOOKED_DB)")
     backup.set_defaults(handler=_backup)
     return parser
 
@@ -482,7 +482,7 @@ def configure_logging(level: str) -> None:
 
 def _migrate(args: argparse.Namespace) -> int:
     settings = Settings.from_env().with_db(args.db)
-    if str(settings.db_path) == ":memory:":
+    if settings.database.in_memory:
         raise ConfigError("an in-memory database has no schema to migrate; set UNHOOKED_DB or --db to the database")
     print(asyncio.run(migrate(settings)))
     return 0
@@ -496,13 +496,15 @@ def _size(size: int) -> str:
 
 def _backup(args: argparse.Namespace) -> int:
     settings = Settings.from_env().with_db(args.db)
-    if str(settings.db_path) == ":memory:":
+    if settings.database.in_memory:
         raise ConfigError("an in-memory database has nothing to back up; set UNHOOKED_DB or --db to the database file")
+    if settings.database.is_postgres:
+        raise ConfigError("backup copies a SQLite database; back up PostgreSQL with pg_dump (see deploy/README.md)")
 
     async def run() -> Backup:
         async with existing_store(settings) as store:
             if not isinstance(store, SqliteStore):
-                raise ConfigError("backup copies a SQLite database; back up PostgreSQL with pg_dump (deploy/README.md)")
+                raise ConfigError(f"{store.where} is not a SQLite database; set UNHOOKED_DB or --db to the file")
             return await store.backup(args.path, overwrite=args.force)
 
     print(f"backing up {settings.db_path} to {args.path} ...", flush=True)

@@ -94,7 +94,7 @@ async def running_service(
         faults.fail(CONTENT, "start", f"content did not load at start: {first_error(problems)}")
     secret = settings.secret_key()
     spool = Spool(settings.spool_path) if settings.spool_path and store is None else None
-    store = await _open(store or open_store(settings.db_path), spool, faults)
+    store = await _open(store or open_store(settings.database), spool, faults)
     escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults)
     engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts)
     retry = asyncio.create_task(escalator.retry_forever(), name="escalation-retry")
@@ -118,7 +118,7 @@ async def running_service(
 
 async def migrate(settings: Settings) -> str:
     """Apply pending migrations to the configured database (creating it if need be); say what was done."""
-    async with open_store(settings.db_path) as store:
+    async with open_store(settings.database) as store:
         if not store.migrated:
             return f"{store.where} is up to date; nothing to migrate"
         count = len(store.migrated)
@@ -128,11 +128,12 @@ async def migrate(settings: Settings) -> str:
 @asynccontextmanager
 async def existing_store(settings: Settings) -> AsyncIterator[Store]:
     """The bot's database for operators' commands, open as it is: never created, never migrated."""
-    if str(settings.db_path) == ":memory:":
+    database = settings.database
+    if database.in_memory:
         raise ConfigError("an in-memory database keeps no escalation log; set UNHOOKED_DB or pass --db PATH")
-    if not settings.db_path.is_file():
+    if not database.is_postgres and not database.path.is_file():
         raise ConfigError(
             f"there is no database at {settings.db_path}; set UNHOOKED_DB or pass --db with the bot's database"
         )
-    async with open_store(settings.db_path, migrate=False) as store:
+    async with open_store(database, migrate=False) as store:
         yield store

@@ -134,7 +134,7 @@ async def test_a_read_only_database(
     path = settings_for(tmp_path).db_path
     async with SqliteStore(path):
         pass  # the file exists, migrated, as after an earlier run
-    monkeypatch.setattr("bot.service.open_store", ReadOnlyStore)
+    monkeypatch.setattr("bot.service.open_store", lambda database: ReadOnlyStore(database.path))
     async with telegram_bot(api, tmp_path, http_port=free_port()) as tg:
         api.send(BOB, "why do I miss him")
         api.send(CAROL, "I want to die")

@@ -36,6 +36,16 @@ class Answered:
     message_ids: tuple[int, ...] = ()
 
 
+def message_rows(answered: Sequence[Answered], at: float) -> list[tuple[str, int, float]]:
+    """The (chat key, message id, time) rows to remember of answered updates, for /erase."""
+    return [
+        (done.chat_key, message_id, at)
+        for done in answered
+        if done.chat_key is not None
+        for message_id in done.message_ids
+    ]
+
+
 def folded_count_name(escalation: Escalation) -> str:
     """The anonymous daily counter an escalation is folded into when its details are purged."""
     return f"escalations.{escalation.level.value}.{escalation.category}"

@@ -1,4 +1,4 @@
-"""The one escalation record format: a dict of plain values, its JSON line, and its database row."""
+"""The one escalation record format (a dict of plain values, its JSON line, its database row), and session rows."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot.models import Escalation, Level
+from bot.models import Escalation, Level, Session, Track
 
 FIELDS = (
     "id",
@@ -69,3 +69,34 @@ def from_row(row: Sequence[Any]) -> Escalation:
     record = dict(zip(FIELDS, row, strict=True))
     record["resources"] = json.loads(record["resources"])
     return from_record(record)
+
+
+def session_from_row(user_key: str, row: Sequence[Any]) -> Session:
+    """The session of a row holding ``first_seen`` to ``crisis_track``."""
+    first_seen, last_seen, turns, last_intent, shown, crisis_level, crisis_at, crisis_track = row
+    return Session(
+        user_key=user_key,
+        first_seen=first_seen,
+        last_seen=last_seen,
+        turns=turns,
+        last_intent=last_intent,
+        shown=set(json.loads(shown)),
+        crisis_level=Level(crisis_level) if crisis_level else None,
+        crisis_at=crisis_at,
+        crisis_track=Track(crisis_track) if crisis_track else None,
+    )
+
+
+def session_to_row(session: Session) -> tuple[Any, ...]:
+    """A session as a row: its key, then ``first_seen`` to ``crisis_track``; the shown passages as JSON text."""
+    return (
+        session.user_key,
+        session.first_seen,
+        session.last_seen,
+        session.turns,
+        session.last_intent,
+        json.dumps(sorted(session.shown)),
+        session.crisis_level.value if session.crisis_level else None,
+        session.crisis_at,
+        session.crisis_track.value if session.crisis_track else None,
+    )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
 import sqlite3
 from collections import Counter
@@ -18,10 +17,10 @@ from urllib.parse import quote
 import aiosqlite
 
 from bot.errors import StoreError
-from bot.models import Escalation, Level, Session, Track
+from bot.models import Escalation, Level, Session
 from bot.store import codec
 from bot.store.backup import Backup, backup_target, seal
-from bot.store.base import Answered, Purged, Store, day_of, folded_count_name
+from bot.store.base import Answered, Purged, Store, day_of, folded_count_name, message_rows
 from bot.store.schema import Migration, load_migrations, pending, require_current
 
 log = logging.getLogger("unhooked.store")
@@ -105,36 +104,6 @@ def _abandoned(task: asyncio.Future[Any]) -> None:
     error = None if task.cancelled() else task.exception()
     if error is not None:
         log.warning("a database write whose caller had stopped waiting failed: %s", error)
-
-
-def _session(user_key: str, row: Sequence[Any]) -> Session:
-    first_seen, last_seen, turns, last_intent, shown, crisis_level, crisis_at, crisis_track = row
-    return Session(
-        user_key=user_key,
-        first_seen=first_seen,
-        last_seen=last_seen,
-        turns=turns,
-        last_intent=last_intent,
-        shown=set(json.loads(shown)),
-        crisis_level=Level(crisis_level) if crisis_level else None,
-        crisis_at=crisis_at,
-        crisis_track=Track(crisis_track) if crisis_track else None,
-    )
-
-
-def session_row(session: Session) -> tuple[Any, ...]:
-    """A session as a row: its key, then ``first_seen`` to ``crisis_track``; the shown passages as JSON text."""
-    return (
-        session.user_key,
-        session.first_seen,
-        session.last_seen,
-        session.turns,
-        session.last_intent,
-        json.dumps(sorted(session.shown)),
-        session.crisis_level.value if session.crisis_level else None,
-        session.crisis_at,
-        session.crisis_track.value if session.crisis_track else None,
-    )
 
 
 class SqliteStore(Store):
@@ -256,12 +225,12 @@ class SqliteStore(Store):
 
     async def load_session(self, user_key: str) -> Session | None:
         rows = await self._rows("load a session", _LOAD_SESSION, (user_key,))
-        return _session(user_key, rows[0]) if rows else None
+        return codec.session_from_row(user_key, rows[0]) if rows else None
 
     @_shielded
     async def save_sessions(self, sessions: list[Session]) -> None:
         async with self._guard("save sessions"), self._transaction():
-            await self.db.executemany(_SAVE_SESSION, [session_row(session) for session in sessions])
+            await self.db.executemany(_SAVE_SESSION, [codec.session_to_row(session) for session in sessions])
 
     @_shielded
     async def forget(self, user_key: str) -> int:
@@ -358,12 +327,7 @@ class SqliteStore(Store):
 
     @_shielded
     async def answer_updates(self, answered: Sequence[Answered], at: float) -> None:
-        remembered = [
-            (done.chat_key, message_id, at)
-            for done in answered
-            if done.chat_key is not None
-            for message_id in done.message_ids
-        ]
+        remembered = message_rows(answered, at)
         async with self._guard("mark updates answered"), self._transaction():
             await self.db.executemany(_ANSWER, [(at, done.update_id) for done in answered])
             if remembered:
