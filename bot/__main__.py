@@ -234,7 +234,7 @@ def _chat(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from bot.adapters.telegram_run import run_telegram  # imports python-telegram-bot only for this command
+    from bot.adapters.telegram import run_telegram  # imports python-telegram-bot only for this command
 
     settings = Settings.from_env()
     telegram = TelegramSettings.from_env()

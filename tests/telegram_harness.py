@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.adapters.telegram import TelegramBot
-from bot.adapters.telegram_format import render
-from bot.adapters.telegram_run import run_telegram
-from bot.adapters.telegram_webhook import HttpServer
+from bot.adapters.telegram import TelegramBot, run_telegram
+from bot.adapters.telegram.render import render
+from bot.adapters.telegram.webhook import HttpServer
 from bot.config import Settings, TelegramSettings
 from bot.content import Catalog
 from bot.engine import Engine

@@ -13,12 +13,12 @@ from telegram.constants import ParseMode
 from telegram.error import InvalidToken
 from telegram.ext import Application, Defaults
 
-from bot.adapters import telegram_health
-from bot.adapters.telegram import COMMANDS, TelegramBot, telegram_alerter, telegram_content_alert
-from bot.adapters.telegram_health import TELEGRAM, TelegramMetrics, serve_monitoring
-from bot.adapters.telegram_intake import ALLOWED_UPDATES, Intake, Journal, Lanes, poll, until_stopped
-from bot.adapters.telegram_send import Sender
-from bot.adapters.telegram_webhook import HttpServer, WebhookHandler
+from bot.adapters.telegram import health as telegram_health
+from bot.adapters.telegram.handlers import COMMANDS, TelegramBot, telegram_alerter, telegram_content_alert
+from bot.adapters.telegram.health import TELEGRAM, TelegramMetrics, serve_monitoring
+from bot.adapters.telegram.inbound import ALLOWED_UPDATES, Intake, Journal, Lanes, poll, until_stopped
+from bot.adapters.telegram.outbound import Sender
+from bot.adapters.telegram.webhook import HttpServer, WebhookHandler
 from bot.config import Settings, TelegramSettings
 from bot.errors import ConfigError
 from bot.health import Health

@@ -40,7 +40,7 @@ from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 from telegram.ext import BaseRateLimiter
 
 if TYPE_CHECKING:
-    from bot.adapters.telegram_health import TelegramMetrics
+    from bot.adapters.telegram.health import TelegramMetrics
 
 log = logging.getLogger("unhooked.telegram.send")
 

@@ -18,8 +18,11 @@ from telegram.ext import Application, CallbackQueryHandler, CommandHandler, Cont
 from telegram.warnings import PTBUserWarning
 
 from bot import safety
-from bot.adapters import telegram_texts as texts
-from bot.adapters.telegram_format import (
+from bot.adapters.telegram import texts
+from bot.adapters.telegram.health import TelegramMetrics
+from bot.adapters.telegram.inbound import STORE_TIMEOUT, Journal
+from bot.adapters.telegram.outbound import ALERT, CRISIS, Send
+from bot.adapters.telegram.render import (
     Outgoing,
     acknowledged,
     alert,
@@ -28,9 +31,6 @@ from bot.adapters.telegram_format import (
     render,
     topic_buttons,
 )
-from bot.adapters.telegram_health import TelegramMetrics
-from bot.adapters.telegram_intake import STORE_TIMEOUT, Journal
-from bot.adapters.telegram_send import ALERT, CRISIS, Send
 from bot.config import Settings, TelegramSettings
 from bot.engine import APOLOGY, Engine
 from bot.errors import StoreError
@@ -66,7 +66,7 @@ MAX_ALERT_CHARS = 3500
 
 NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 
-# ``TelegramBot._send_one`` and ``telegram_intake._fetch`` call do_api_request("sendMessage"/"getUpdates") on
+# ``TelegramBot._send_one`` and ``inbound._fetch`` call do_api_request("sendMessage"/"getUpdates") on
 # purpose; PTB would warn at every call. (pyproject.toml's pytest filterwarnings repeats this, since pytest puts
 # its own filters first.)
 warnings.filterwarnings(

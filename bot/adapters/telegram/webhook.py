@@ -20,7 +20,7 @@ import tornado.httpserver
 import tornado.web
 from telegram import Bot, Update
 
-from bot.adapters.telegram_intake import Intake
+from bot.adapters.telegram.inbound import Intake
 
 log = logging.getLogger("unhooked.telegram.webhook")
 

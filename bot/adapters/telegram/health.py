@@ -28,7 +28,7 @@ from bot.health import Faults, Health
 from bot.metrics import CONTENT_TYPE, Registry
 
 if TYPE_CHECKING:
-    from bot.adapters.telegram_webhook import HttpServer
+    from bot.adapters.telegram.webhook import HttpServer
 
 log = logging.getLogger("unhooked.telegram.health")
 
