@@ -14,10 +14,10 @@ from typing import Any
 
 from bot.adapters.telegram import TelegramBot, run_telegram
 from bot.adapters.telegram.render import render
-from bot.adapters.telegram.webhook import HttpServer
 from bot.config import Settings, TelegramSettings
 from bot.content import Catalog
 from bot.engine import Engine
+from bot.http import HttpServer
 from bot.models import Incoming
 from bot.store import MemoryStore, Store
 from tests.conftest import REPO, SECRET

@@ -15,13 +15,14 @@ from telegram.ext import Application, Defaults
 
 from bot.adapters.telegram import health as telegram_health
 from bot.adapters.telegram.handlers import COMMANDS, TelegramBot, telegram_alerter, telegram_content_alert
-from bot.adapters.telegram.health import TELEGRAM, TelegramMetrics, serve_monitoring
+from bot.adapters.telegram.health import TELEGRAM, TelegramMetrics
 from bot.adapters.telegram.inbound import ALLOWED_UPDATES, Intake, Journal, Lanes, poll, until_stopped
 from bot.adapters.telegram.outbound import Sender
-from bot.adapters.telegram.webhook import HttpServer, WebhookHandler
+from bot.adapters.telegram.webhook import WebhookHandler
 from bot.config import Settings, TelegramSettings
 from bot.errors import ConfigError
 from bot.health import Health
+from bot.http import HttpServer, serve_monitoring
 from bot.metrics import Metrics
 from bot.service import engine_health, running_engine
 from bot.store import Store
@@ -139,15 +140,8 @@ async def _serve(
     server = None
     port = telegram.server_port(webhook)
     if port is not None:
-        server = HttpServer(telegram.http_listen, port)
-        serve_monitoring(server, health, bot.engine.metrics.registry)
-        try:
-            await server.start()  # health first: it answers while Telegram is still being reached
-        except OSError as error:
-            raise ConfigError(
-                f"cannot listen on {telegram.http_listen}:{port} ({error.strerror or error}); set UNHOOKED_HTTP_PORT "
-                "to a free port, or UNHOOKED_HTTP_LISTEN to an address of this machine"
-            ) from None
+        # health first: it answers while Telegram is still being reached
+        server = await serve_monitoring(telegram.http_listen, port, health, bot.engine.metrics.registry)
     await application.start()
     purge = asyncio.create_task(intake.journal.purge_forever(), name="telegram-purge")
     try:

@@ -19,20 +19,17 @@ import logging
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
 
 from telegram import Bot, Update
 from telegram.error import EndPointNotFound, InvalidToken, RetryAfter, TelegramError
 
+from bot.adapters.telegram.health import TelegramMetrics
 from bot.adapters.telegram.outbound import backoff, seconds
 from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
 from bot.metrics import Metrics
 from bot.sessions import write_behind
 from bot.store import Answered, Store
-
-if TYPE_CHECKING:
-    from bot.adapters.telegram.health import TelegramMetrics
 
 log = logging.getLogger("unhooked.telegram.intake")
 

@@ -34,13 +34,12 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 from telegram.ext import BaseRateLimiter
 
-if TYPE_CHECKING:
-    from bot.adapters.telegram.health import TelegramMetrics
+from bot.adapters.telegram.health import TelegramMetrics
 
 log = logging.getLogger("unhooked.telegram.send")
 
