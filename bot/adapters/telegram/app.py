@@ -1,4 +1,4 @@
-"""Running the Telegram bot: PTB's Application, our sender, polling or webhook, and a clean stop."""
+"""Running the Telegram bot: PTB's Application and our handlers on it, our sender, polling or webhook, a clean stop."""
 
 from __future__ import annotations
 
@@ -6,28 +6,160 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
+import time
+import traceback
+import warnings
 from collections.abc import Callable
 
-from telegram import Bot, BotCommand, LinkPreviewOptions
-from telegram.constants import ParseMode
-from telegram.error import InvalidToken
-from telegram.ext import Application, Defaults
+from telegram import Bot, BotCommand, LinkPreviewOptions, Update
+from telegram.constants import ChatType, ParseMode
+from telegram.error import InvalidToken, TelegramError
+from telegram.ext import (
+    Application,
+    CallbackQueryHandler,
+    CommandHandler,
+    ContextTypes,
+    Defaults,
+    MessageHandler,
+    filters,
+)
+from telegram.warnings import PTBUserWarning
 
 from bot.adapters.telegram import health as telegram_health
-from bot.adapters.telegram.handlers import COMMANDS, TelegramBot, telegram_alerter, telegram_content_alert
 from bot.adapters.telegram.health import TELEGRAM, TelegramMetrics
 from bot.adapters.telegram.inbound import ALLOWED_UPDATES, Intake, Journal, Lanes, poll, until_stopped
+from bot.adapters.telegram.operators import Operators, telegram_alerter, telegram_content_alert
 from bot.adapters.telegram.outbound import Sender
+from bot.adapters.telegram.people import People
+from bot.adapters.telegram.render import plain
+from bot.adapters.telegram.replies import Replies
 from bot.adapters.telegram.webhook import WebhookHandler
 from bot.config import Settings, TelegramSettings
+from bot.engine import APOLOGY, Engine
 from bot.errors import ConfigError
 from bot.health import Health
 from bot.http import HttpServer, serve_monitoring
 from bot.metrics import Metrics
+from bot.models import ReplyKind
 from bot.service import engine_health, running_engine
 from bot.store import Store
 
 log = logging.getLogger("unhooked.telegram")
+
+COMMANDS = (
+    ("start", "Start, and what this bot is"),
+    ("topics", "Pick a topic"),
+    ("crisis", "Who to call or text, any time"),
+    ("privacy", "What is kept, and for how long"),
+    ("forget", "Delete what is kept about you"),
+    ("erase", "Delete our recent messages"),
+    ("help", "How this works"),
+)
+"""The command menu people see (``setMyCommands``); admin commands are left out on purpose."""
+
+
+class TelegramBot:
+    """The handlers on PTB's Application: each turns an update into engine calls and sends the replies."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        settings: Settings,
+        telegram: TelegramSettings,
+        application: Application,
+        journal: Journal,
+        *,
+        clock: Callable[[], float] = time.time,
+        metrics: TelegramMetrics | None = None,
+    ) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.telegram = telegram
+        self.application = application
+        self.journal = journal
+        self._clock = clock
+        self.answered = 0
+        """Updates answered since start."""
+        self.telegram_metrics = metrics
+        """The adapter's own metrics (blocked people), beside the engine's."""
+        self.replies = Replies(engine, telegram, application, clock=clock, metrics=metrics)
+        self.people = People(self.replies)
+        self.operators = Operators(self.replies, settings)
+        self.install()
+
+    def install(self) -> None:
+        """Register the handlers, in the order they are tried."""
+        people, operators = self.people, self.operators
+        private = filters.ChatType.PRIVATE
+        admins = filters.User(user_id=set(self.telegram.admin_ids))
+        admin_chats = private
+        if self.telegram.operator_chat_id is not None:
+            admin_chats = private | filters.Chat(chat_id=self.telegram.operator_chat_id)
+        commands = {
+            "start": people.on_start,
+            "help": people.on_help,
+            "topics": people.on_topics,
+            "crisis": people.on_crisis,
+            "privacy": people.on_privacy,
+            "forget": people.on_forget,
+            "erase": people.on_erase,
+        }
+        self.application.add_handlers(
+            [
+                MessageHandler(filters.UpdateType.EDITED_MESSAGE, people.on_edit),
+                CommandHandler("stats", operators.on_stats, filters=admins & admin_chats),
+                CommandHandler("reload", operators.on_reload, filters=admins & admin_chats),
+                MessageHandler(~private, people.on_group),
+                *(CommandHandler(name, callback) for name, callback in commands.items()),
+                MessageHandler(filters.TEXT | filters.CAPTION, people.on_text),
+                MessageHandler(filters.ALL, people.on_other),
+                CallbackQueryHandler(self.on_callback),
+            ]
+        )
+        self.application.add_error_handler(self.on_error)
+
+    async def handle(self, update: Update) -> None:
+        """Answer one update completely, then cross it off the journal (not if cancelled half-way)."""
+        turn = self.replies.begin(update)
+        try:
+            await self.application.process_update(update)
+        finally:
+            del self.replies.turns[update.update_id]
+        await self.journal.answered(update, turn.chat_key, turn.message_ids)
+        self.answered += 1
+
+    async def on_callback(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """A button: a topic, /forget's yes or no, or an operator's Acknowledge."""
+        query = update.callback_query
+        kind, _, value = (query.data or "").partition(":")
+        note = None
+        try:
+            if kind == "ack":
+                note = await self.operators.acknowledge(query, value)
+            elif query.message is None or query.message.chat.type != ChatType.PRIVATE:
+                pass
+            elif kind == "topic":
+                await self.people.topic(update, value)
+            elif kind == "forget":
+                await self.people.forget(query, value == "yes")
+        finally:
+            try:
+                await query.answer(note)
+            except TelegramError as error:
+                log.info("could not answer a button tap: %s", type(error).__name__)
+
+    async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Log the traceback (never the message or the error's text), and apologise instead of silence."""
+        error = context.error
+        frames = "".join(traceback.format_tb(error.__traceback__)) if error is not None else ""
+        update_id = update.update_id if isinstance(update, Update) else None
+        log.error("update %s: %s in a handler\n%s", update_id, type(error).__name__, frames.rstrip())
+        if isinstance(update, Update) and update.effective_chat and update.effective_chat.type == ChatType.PRIVATE:
+            try:
+                await self.replies.send(update, [plain(APOLOGY)], kind=ReplyKind.NOTICE.value)
+            except TelegramError as failure:
+                log.error("could not send the apology either: %s", type(failure).__name__)
 
 
 def build_application(telegram: TelegramSettings, sender: Sender) -> Application:
@@ -57,6 +189,20 @@ def build_application(telegram: TelegramSettings, sender: Sender) -> Application
     if telegram.api_base_url:
         builder = builder.base_url(telegram.api_base_url)
     return builder.build()
+
+
+def settle_process() -> None:
+    """What the process needs of python-telegram-bot, set when the bot starts (never at import)."""
+    # PTB 22.2+ warns on every read of a time period as a number, and ``RetryAfter.__init__`` reads its own
+    # ``retry_after`` (telegram/error.py, class RetryAfter): without this, every 429 logs a deprecation warning
+    # (and raises it under ``-W error``). PTB reads the variable at each use; opting in early is its own advice.
+    os.environ.setdefault("PTB_TIMEDELTA", "true")
+    # ``Replies._send_one`` and ``inbound._fetch`` call do_api_request("sendMessage"/"getUpdates") on purpose;
+    # PTB would warn at every call. (pyproject.toml's pytest filterwarnings repeats this, since pytest puts its
+    # own filters first.)
+    warnings.filterwarnings(
+        "ignore", message=r"Please use 'Bot\.(sendMessage|getUpdates)' instead", category=PTBUserWarning
+    )
 
 
 class _Redact(logging.Filter):
@@ -95,6 +241,7 @@ async def run_telegram(
     ``store`` replaces the configured database (tests, benchmarks); ``started`` is called once the bot
     takes updates, with the handlers and the HTTP server (webhook mode), e.g. to add routes to it.
     """
+    settle_process()
     quiet_library_logs()
     if webhook:
         telegram.check_webhook()
