@@ -23,6 +23,7 @@ from bot.conversations import KNOWN_FAILURES, read_sentences
 from bot.engine import Engine, Outcome
 from bot.errors import BotError, ConfigError, ContentError
 from bot.lint import TESTS_DIR, lint
+from bot.logs import configure_logging
 from bot.matcher import tokens_of
 from bot.models import Incoming, Level, Match
 from bot.service import running_engine
@@ -455,19 +456,6 @@ def _purge(args: argparse.Namespace) -> int:
     if days <= 0:
         raise ConfigError(f"--days must be greater than zero, e.g. --days 30; it is {days}")
     return _operate(args, lambda store, spool: operators.purge_text(store, days, time.time()))
-
-
-QUIET_LOGGERS = ("aiosqlite", "httpx", "httpcore", "telegram", "apscheduler")
-"""Libraries whose chatty levels echo payloads: SQL parameters, request URLs with the bot token, whole
-updates with message text and user ids. They log at WARNING or above whatever ``UNHOOKED_LOG_LEVEL`` says."""
-
-
-def configure_logging(level: str) -> None:
-    """Log to stderr at ``level``; the libraries in ``QUIET_LOGGERS`` never below WARNING."""
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    floor = max(logging.getLogger().getEffectiveLevel(), logging.WARNING)
-    for name in QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(floor)
 
 
 def _size(size: int) -> str:

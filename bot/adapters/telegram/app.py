@@ -40,6 +40,7 @@ from bot.engine import APOLOGY, Engine
 from bot.errors import ConfigError
 from bot.health import Health
 from bot.http import HttpServer, serve_monitoring
+from bot.logs import quiet_library_logs
 from bot.metrics import Metrics
 from bot.models import ReplyKind
 from bot.service import engine_health, running_engine
@@ -203,28 +204,6 @@ def settle_process() -> None:
     warnings.filterwarnings(
         "ignore", message=r"Please use 'Bot\.(sendMessage|getUpdates)' instead", category=PTBUserWarning
     )
-
-
-class _Redact(logging.Filter):
-    """Blank the arguments of PTB's log lines: some carry whole updates (a person's words) or a token."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.name.startswith("telegram") and record.args:
-            args = record.args if isinstance(record.args, tuple) else (record.args,)
-            record.args = tuple(arg if isinstance(arg, int | float) else "<redacted>" for arg in args)
-        return True
-
-
-def quiet_library_logs() -> None:
-    """Whatever UNHOOKED_LOG_LEVEL says: no token (httpx logs request URLs) and no message text in logs."""
-    for name in ("httpx", "httpcore", "tornado.access", "aiosqlite"):  # aiosqlite DEBUG prints SQL parameters
-        logging.getLogger(name).setLevel(logging.WARNING)
-    ptb = logging.getLogger("telegram")
-    if ptb.getEffectiveLevel() < logging.INFO:  # PTB's DEBUG lines print every request and update
-        ptb.setLevel(logging.INFO)
-    for handler in logging.getLogger().handlers:
-        if not any(isinstance(f, _Redact) for f in handler.filters):
-            handler.addFilter(_Redact())
 
 
 async def run_telegram(
