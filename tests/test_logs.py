@@ -11,6 +11,13 @@ from bot.adapters.telegram import app
 from tests.conftest import REPO
 
 
+def python(script: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` in a fresh interpreter (logging set up once, as the command line does)."""
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=60, check=True
+    )
+
+
 def test_the_command_line_and_the_telegram_bot_quiet_libraries_through_one_function() -> None:
     assert cli.configure_logging is logs.configure_logging
     assert app.quiet_library_logs is logs.quiet_library_logs
@@ -25,9 +32,7 @@ def test_every_quieted_library_stays_at_warning_when_we_log_at_debug() -> None:
         "print(*(logging.getLogger(name).getEffectiveLevel() for name in QUIET_LOGGERS))\n"
         "logging.getLogger('tornado.access').info('200 POST /telegram okapi')\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=60, check=True
-    )
+    result = python(script)
     root, levels = result.stdout.splitlines()
     assert int(root) == 10
     assert {"tornado.access", "telegram", "httpx", "aiosqlite"} <= set(logs.QUIET_LOGGERS)
@@ -45,7 +50,5 @@ def test_starting_the_bot_keeps_a_quieted_library_at_the_level_asked_for_when_it
         "logging.getLogger('httpx').warning('POST https://api.telegram.org/bot123:SECRET/getUpdates')\n"
         "logging.getLogger('telegram.ext').warning('update %s', 'okapi')\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=60, check=True
-    )
+    result = python(script)
     assert result.stderr == ""
