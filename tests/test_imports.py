@@ -170,3 +170,19 @@ def test_importing_every_module_leaves_the_environment_and_the_warning_filters_a
     assert {"bot", "bot.__main__", "bot.adapters.telegram", "bot.adapters.telegram.outbound"} <= set(found["imported"])
     assert set(found["imported"]) | set(found["missing"]) == set(names)
     assert (found["environ"], found["filters"]) == ([], True)
+
+
+def test_starting_the_bot_sets_what_importing_no_longer_does() -> None:
+    script = (
+        "import os, warnings\n"
+        "from telegram.warnings import PTBUserWarning\n"
+        "from bot.adapters.telegram.app import settle_process\n"
+        "settle_process()\n"
+        "warnings.warn(\"Please use 'Bot.sendMessage' instead\", PTBUserWarning, stacklevel=1)\n"
+        "print(os.environ['PTB_TIMEDELTA'])\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
+    result = subprocess.run(
+        [sys.executable, "-W", "error", "-c", script], capture_output=True, text=True, cwd=REPO, env=env, timeout=60
+    )
+    assert (result.returncode, result.stdout) == (0, "true\n"), result.stderr
