@@ -15,20 +15,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot import __version__, evaluate, operators
+from bot import __version__, evaluate, explain, operators
 from bot.adapters.terminal import TerminalChat, stderr_alerter, stderr_content_alert
 from bot.config import Settings, TelegramSettings
 from bot.content import read_content
 from bot.conversations import KNOWN_FAILURES, read_sentences
-from bot.engine import Engine, Outcome
 from bot.errors import BotError, ConfigError, ContentError
 from bot.lint import TESTS_DIR, lint
-from bot.matcher import tokens_of
+from bot.logs import configure_logging
 from bot.meaning import index_of, vectors_for
-from bot.models import Incoming, Level, Match
-from bot.service import running_engine
+from bot.models import Incoming, Level
+from bot.service import existing_store, migrate, running_service
 from bot.spool import Spool
-from bot.store import Backup, MemoryStore, SqliteStore
+from bot.store.backup import Backup
+from bot.store.memory import MemoryStore
+from bot.store.sqlite import SqliteStore
 
 EXAMPLES = {
     "chat": """examples:
@@ -79,6 +80,9 @@ SIGTERM or Ctrl-C stops cleanly: updates already fetched are answered first.""",
     "escalations export": """examples:
   python -m bot escalations export --format csv > escalations.csv
   python -m bot escalations export --format jsonl --since 30d --output escalations.jsonl""",
+    "migrate": """examples:
+  python -m bot migrate
+  UNHOOKED_DB=/data/unhooked.sqlite3 python -m bot migrate""",
     "backup": """examples:
   python -m bot backup backups/unhooked-$(date +%F).sqlite3
   UNHOOKED_DB=/data/unhooked.sqlite3 python -m bot backup /data/backups/latest.sqlite3 --force""",
@@ -122,11 +126,11 @@ def _parser() -> argparse.ArgumentParser:
         )
 
     def with_db(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        parser.add_argument("--db", type=Path, help="the bot's SQLite file (default: UNHOOKED_DB)")
+        parser.add_argument("--db", help="the bot's database: a SQLite file or a PostgreSQL URL (default: UNHOOKED_DB)")
         return parser
 
     chat = command("chat", "Talk to the bot in this terminal, on the shipped content; no token needed.")
-    chat.add_argument("--db", type=Path, help="SQLite file for sessions, or :memory: (default: UNHOOKED_DB)")
+    chat.add_argument("--db", help="SQLite file for sessions, or :memory: (default: UNHOOKED_DB)")
     chat.add_argument("--user", default="local", help="who you are to the bot; another name starts afresh")
     chat.set_defaults(handler=_chat)
 
@@ -208,6 +212,9 @@ def _parser() -> argparse.ArgumentParser:
     purge.add_argument("--days", type=int, help="keep this many days (default: UNHOOKED_RETENTION_DAYS, or 30)")
     purge.set_defaults(handler=_purge)
 
+    migrate = with_db(command("migrate", "Apply the migrations this version has and the database lacks, then stop."))
+    migrate.set_defaults(handler=_migrate)
+
     backup = command(
         "backup",
         "Copy the database to PATH while the bot keeps running (SQLite's online backup); "
@@ -215,7 +222,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     backup.add_argument("path", type=Path, help="the backup file to write, e.g. backups/unhooked-2025-01-31.sqlite3")
     backup.add_argument("--force", action="store_true", help="replace PATH if it already exists")
-    backup.add_argument("--db", type=Path, help="the database to back up (default: UNHOOKED_DB)")
+    backup.add_argument("--db", help="the SQLite database to back up (default: UNHOOKED_DB)")
     backup.set_defaults(handler=_backup)
     return parser
 
@@ -225,7 +232,8 @@ def _chat(args: argparse.Namespace) -> int:
 
     async def talk() -> None:
         alerts = {"alerter": stderr_alerter(sys.stderr), "content_alert": stderr_content_alert(sys.stderr)}
-        async with running_engine(settings, **alerts) as engine:
+        async with running_service(settings, **alerts) as service:
+            engine = service.engine
             interactive = sys.stdin.isatty() and sys.stdout.isatty()
             chat = TerminalChat(engine, user=args.user, stdin=sys.stdin, stdout=sys.stdout, interactive=interactive)
             await chat.run()
@@ -235,7 +243,7 @@ def _chat(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from bot.adapters.telegram_run import run_telegram  # imports python-telegram-bot only for this command
+    from bot.adapters.telegram import run_telegram  # imports python-telegram-bot only for this command
 
     settings = Settings.from_env()
     telegram = TelegramSettings.from_env()
@@ -268,71 +276,21 @@ def _lines(texts: list[str]) -> Iterator[str]:
             yield line.rstrip("\n")
 
 
-def _as_json(text: str, outcome: Outcome, explained: Match | None = None) -> dict[str, Any]:
-    match, detection = outcome.match, outcome.detection
-    fields = {
-        "text": text,
-        "intent": match.intent if match else None,
-        "score": match.score if match else None,
-        "runner_up": match.runner_up if match else None,
-        "runner_up_score": match.runner_up_score if match else None,
-        "reason": match.reason if match else ("crisis" if detection else None),
-        "crisis": (
-            {"level": detection.level.value, "category": detection.category, "rule": detection.rule}
-            if detection
-            else None
-        ),
-        "replies": [reply.text for reply in outcome.replies],
-    }
-    if explained is not None:
-        fields["normalized"] = " ".join(tokens_of(text))
-        fields["candidates"] = [
-            {"intent": c.intent, "score": c.score, "example": c.example} for c in explained.candidates
-        ]
-    return fields
-
-
-def _as_text(text: str, outcome: Outcome, explained: Match | None = None) -> str:
-    match, detection = outcome.match, outcome.detection
-    lines = [f"message:   {text}"]
-    if explained is not None:
-        lines.append(f"matcher saw: {' '.join(tokens_of(text)) or '(nothing)'}")
-    if detection:
-        lines.append(f"crisis:    {detection.level.value} ({detection.category}, rule {detection.rule})")
-    if match:
-        lines.append(f"intent:    {match.intent or '(none: ' + match.reason + ')'}  score {match.score:.1f}")
-        lines.append(f"runner-up: {match.runner_up or '-'}  score {match.runner_up_score:.1f}")
-    if explained is not None:
-        note = "" if match else " (not used: the crisis screen answered first)"
-        lines.append(f"top intents{note}:" if explained.candidates else "top intents: none came near")
-        for rank, c in enumerate(explained.candidates, 1):
-            what = c.example if c.example.startswith("keyword:") else repr(c.example)
-            lines.append(f"  {rank}. {c.intent:<22} {c.score:5.1f}  {what}")
-    lines += [f"reply:     {reply.text}" for reply in outcome.replies]
-    return "\n".join(lines) + "\n"
-
-
-def _explain(engine: Engine, text: str, outcome: Outcome) -> Match | None:
-    """The matcher's view of a message: the engine's match, or for a crisis message what it would have been."""
-    if outcome.match is not None:
-        return outcome.match
-    return engine.matcher.match(text) if engine.matcher else None
-
-
 def _match(args: argparse.Namespace) -> int:
     settings = replace(Settings.from_env(), reload_seconds=0)
     # A try-out, not a conversation: its crisis detections are printed, never logged as escalations for operators.
     logging.getLogger("unhooked.escalations").disabled = True
 
     async def run() -> None:
-        async with running_engine(settings, MemoryStore()) as engine:
+        async with running_service(settings, MemoryStore()) as service:
+            engine = service.engine
             for number, text in enumerate(_lines(args.text)):
                 outcome = await engine.handle(Incoming(f"match-{number}", text, "match"))
-                explained = _explain(engine, text, outcome) if args.explain else None
+                explained = explain.matcher_view(engine, text, outcome) if args.explain else None
                 sys.stdout.write(
-                    json.dumps(_as_json(text, outcome, explained), ensure_ascii=False) + "\n"
+                    json.dumps(explain.as_json(text, outcome, explained), ensure_ascii=False) + "\n"
                     if args.json
-                    else _as_text(text, outcome, explained)
+                    else explain.as_text(text, outcome, explained)
                 )
 
     asyncio.run(run())
@@ -399,7 +357,7 @@ def _operate(args: argparse.Namespace, work: Any) -> int:
     spool = Spool(settings.spool_path) if settings.spool_path else None
 
     async def run() -> None:
-        async with operators.operator_log(settings.db_path) as store:
+        async with existing_store(settings) as store:
             output = await work(store, spool)
         if output:
             sys.stdout.write(output)
@@ -427,7 +385,7 @@ def _escalations_tail(args: argparse.Namespace) -> int:
         sys.stdout.flush()
 
     async def work(store: Any, spool: Spool | None) -> None:
-        print(f"following escalations in {store.path}; press Ctrl-C to stop", file=sys.stderr, flush=True)
+        print(f"following escalations in {store.where}; press Ctrl-C to stop", file=sys.stderr, flush=True)
         await operators.follow(store, write, last=max(args.last, 0), every=args.every, as_json=args.json)
 
     return _operate(args, work)
@@ -460,17 +418,12 @@ def _purge(args: argparse.Namespace) -> int:
     return _operate(args, lambda store, spool: operators.purge_text(store, days, time.time()))
 
 
-QUIET_LOGGERS = ("aiosqlite", "httpx", "httpcore", "telegram", "apscheduler")
-"""Libraries whose chatty levels echo payloads: SQL parameters, request URLs with the bot token, whole
-updates with message text and user ids. They log at WARNING or above whatever ``UNHOOKED_LOG_LEVEL`` says."""
-
-
-def configure_logging(level: str) -> None:
-    """Log to stderr at ``level``; the libraries in ``QUIET_LOGGERS`` never below WARNING."""
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    floor = max(logging.getLogger().getEffectiveLevel(), logging.WARNING)
-    for name in QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(floor)
+def _migrate(args: argparse.Namespace) -> int:
+    settings = Settings.from_env().with_db(args.db)
+    if settings.database.in_memory:
+        raise ConfigError("an in-memory database has no schema to migrate; set UNHOOKED_DB or --db to the database")
+    print(asyncio.run(migrate(settings)))
+    return 0
 
 
 def _size(size: int) -> str:
@@ -481,11 +434,15 @@ def _size(size: int) -> str:
 
 def _backup(args: argparse.Namespace) -> int:
     settings = Settings.from_env().with_db(args.db)
-    if str(settings.db_path) == ":memory:":
+    if settings.database.in_memory:
         raise ConfigError("an in-memory database has nothing to back up; set UNHOOKED_DB or --db to the database file")
+    if settings.database.is_postgres:
+        raise ConfigError("backup copies a SQLite database; back up PostgreSQL with pg_dump (see deploy/README.md)")
 
     async def run() -> Backup:
-        async with SqliteStore(settings.db_path, migrate=False) as store:
+        async with existing_store(settings) as store:
+            if not isinstance(store, SqliteStore):
+                raise ConfigError(f"{store.where} is not a SQLite database; set UNHOOKED_DB or --db to the file")
             return await store.backup(args.path, overwrite=args.force)
 
     print(f"backing up {settings.db_path} to {args.path} ...", flush=True)

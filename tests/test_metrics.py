@@ -13,7 +13,7 @@ from bot.engine import Engine
 from bot.health import Faults
 from bot.metrics import Metrics, Registry
 from bot.reload import reload_content
-from bot.store import MemoryStore
+from bot.store.memory import MemoryStore
 from tests.conftest import REPO, SECRET, Chat
 
 SAMPLE = re.compile(r'^([a-z_]+)(\{(?:[a-z_]+="(?:[^"\\]|\\.)*",?)*\})? (-?[0-9.e+]+|\+Inf|NaN)$')
@@ -130,7 +130,7 @@ async def test_reloads_are_counted_and_content_loaded_follows(
 
 
 def test_every_metric_is_named_in_the_readme() -> None:
-    from bot.adapters.telegram_health import TelegramMetrics  # the adapter's, on the same registry
+    from bot.adapters.telegram.health import TelegramMetrics  # the adapter's, on the same registry
 
     metrics = Metrics()
     TelegramMetrics(metrics.registry, Faults())
