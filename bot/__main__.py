@@ -342,7 +342,7 @@ def _eval(args: argparse.Namespace) -> int:
     vectors = vectors_for(settings.meaning_model, settings.vector_cache)
     print(f"running {len(sentences.sentences) + len(sentences.out_of_scope)} sentences...", file=sys.stderr)
     result = asyncio.run(evaluate.evaluate(catalog, sentences, vectors))
-    rows = evaluate.sweep(catalog, result, meaning=index_of(catalog, vectors))
+    rows = evaluate.sweep(catalog, result, meaning=index_of(catalog.intents.values(), vectors))
     sys.stdout.write(evaluate.as_json(result, rows) if args.json else evaluate.report(result, rows))
     if args.update_known_failures:
         text, count = evaluate.known_failures_yaml(result)

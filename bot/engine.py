@@ -124,7 +124,7 @@ class Engine:
     def _meaning(self, catalog: Catalog) -> MeaningIndex | None:
         """The catalogue's examples by meaning (only new or changed ones are embedded), or ``None``."""
         try:
-            return index_of(catalog, self.vectors)
+            return index_of(catalog.intents.values(), self.vectors)
         except Exception:
             log.exception("could not embed the examples; rapidfuzz matches alone until the next reload")
             return None

@@ -1,10 +1,9 @@
 """Fuzzy intent matching with rapidfuzz: best intent, runner-up, and an honest no-match.
 
-A message is compared as a whole and, when it has several sentences, sentence by sentence too
-("we split in March. why do I still miss him?" is mostly its question). When a sentence asks (a
-question mark, or a question word where a question starts), the others are background and score
-less, so the answer is to what the person asks; a second question about another topic is offered. Each piece gets
-four scores against the examples, and an intent keeps its best:
+A message is compared whole and sentence by sentence (``bot.sentences``): a clear question counts
+more than the background, and a second one is offered. Each piece gets four scores against the
+examples (and, with a ``MeaningIndex``, ``bot.meaning`` adds the nearest example's), and an intent
+keeps its best:
 
 * **similarity**: ``fuzz.ratio`` of the token-sorted piece and example (``token_sort_ratio``
   with the example side sorted once). It tolerates typos and word order and penalises a length
@@ -34,8 +33,8 @@ never used is replaced by the closest content word when rapidfuzz finds one clos
 
 Below ``threshold``, or when the two best intents are within ``margin`` of each other, the
 answer is no match. Costs stay bounded: messages are cut at ``normalize.MAX_CHARS``, at most
-``MAX_PIECES`` sentences are compared, and candidate examples for containment and overlap come
-from an index of content words that skips words too common to tell intents apart.
+``sentences.MAX_PIECES`` sentences are compared, and candidate examples for containment and overlap
+come from an index of content words that skips words too common to tell intents apart.
 """
 
 from __future__ import annotations
@@ -45,16 +44,16 @@ import functools
 import logging
 import math
 import operator
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from rapidfuzz import fuzz, process
 
-from bot.meaning import MeaningIndex, fuse
+from bot.meaning import MeaningIndex, MeaningSettings, fuse
 from bot.models import Candidate, Match
 from bot.normalize import for_matching
+from bot.sentences import BACKGROUND, CLEAR_QUESTION, WHOLE_LESS, WINDOW_LESS, Piece, pieces_of
 
 log = logging.getLogger("unhooked.matcher")
 
@@ -95,25 +94,7 @@ _CANONICAL = {**{word: group.split()[0] for group in SYNONYM_GROUPS for word in 
 _SUFFIXES = ("ingly", "edly", "ness", "ment", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s")
 _NOTHING = (-1.0, "")
 _BRITISH = (("ising", "izing"), ("ised", "ized"), ("ise", "ize"), ("our", "or"))
-_SENTENCE = re.compile(r"[^.!?;\n]+[.!?;\n]*|[.!?;\n]+")
 
-MAX_PIECES = 6
-"""At most this many sentences of a long message are compared one by one (those that ask, then the last ones)."""
-BACKGROUND = 5.0
-"""In a message where a sentence asks, the other sentences score this much less."""
-WHOLE_LESS = 3.0
-"""In a message where a sentence asks, the message as a whole scores this much less."""
-CLEAR_QUESTION = 80.0
-"""A sentence asks clearly when its best intent scores at least this; only then is the rest background."""
-WINDOW_LESS = 0.0
-"""A sentence that asks read with the sentence before it scores this much less than the question alone."""
-QUESTION_STARTS = frozenset(
-    "why how what when where which who whose should shall is am are was were can could do does did will would"
-    " has have may might anyone".split()
-)
-"""A sentence starting with one of these (after normalising) asks something, with or without a question mark."""
-WH_WORDS = frozenset("why how what".split())
-"""Found among a sentence's first three words ("so why do I", "and how can I"), these ask too."""
 MAX_SCAN = 2000
 """Up to this many examples are scanned whole for similarity; beyond it, those sharing the most words."""
 MAX_CANDIDATES = 200
@@ -148,14 +129,8 @@ class MatcherSettings:
     """The score an intent gets when one of its keyword phrases is in the message."""
     word_keyword_score: float = 80.0
     """The score for a single-word keyword: one word is weaker evidence than a phrase."""
-    meaning_weight: float = 0.4
-    """With meaning-based matching on, an intent's score is this share of its meaning score, the rest fuzzy."""
-    meaning_floor: float = 0.2
-    """The cosine similarity to the nearest example that counts as a meaning score of 0."""
-    meaning_full: float = 0.9
-    """The cosine similarity that counts as a meaning score of 100."""
-    fuzzy_floor: float = 40.0
-    """The fuzzy score of an intent the fuzzy scorers did not find at all, when fusing."""
+    meaning: MeaningSettings = field(default_factory=MeaningSettings)
+    """How meaning-based scores are fused with these, when the matcher has a ``MeaningIndex``."""
 
 
 @dataclass(frozen=True)
@@ -196,44 +171,6 @@ def canonical(word: str) -> str:
 def tokens_of(text: str) -> list[str]:
     """The words the matcher compares: normalised, with content words folded to their canonical form."""
     return [word if word in STOPWORDS else canonical(word) for word in for_matching(text).split()]
-
-
-@dataclass(frozen=True)
-class Piece:
-    """A sentence of a long message, or a window of a sentence that asks and the one before it."""
-
-    text: str
-    asks: bool
-    window: bool = False
-
-
-def asks(sentence: str) -> bool:
-    """Whether a sentence asks something: a question mark, or a question word where a question starts."""
-    if sentence.rstrip().endswith("?"):
-        return True
-    words = for_matching(sentence).split()
-    return bool(words) and (words[0] in QUESTION_STARTS or any(word in WH_WORDS for word in words[:3]))
-
-
-def pieces_of(text: str) -> list[Piece]:
-    """The sentences of a message worth comparing one by one (none for a single sentence).
-
-    The sentences that ask come first, each also with the sentence before it ("She adored me one
-    day and ignored me the next. Why did that hook me?"), then the others from the last; at most
-    ``MAX_PIECES``.
-    """
-    sentences = [found.group().strip() for found in _SENTENCE.finditer(text) if found.group().strip(" .!?;\n")]
-    if len(sentences) < 2:
-        return []
-    asking, background = [], []
-    for at in reversed(range(len(sentences))):
-        if asks(sentences[at]):
-            asking.append(Piece(sentences[at], asks=True))
-            if at:
-                asking.append(Piece(f"{sentences[at - 1]} {sentences[at]}", asks=True, window=True))
-        else:
-            background.append(Piece(sentences[at], asks=False))
-    return [*asking, *background][:MAX_PIECES]
 
 
 def _postings(index: dict[str, list[int]], words: Iterable[str], budget: int) -> set[int]:
@@ -378,10 +315,7 @@ class Matcher:
 
     def rank(self, text: str) -> list[Candidate]:
         """Every intent that scored, best first, each with the example (or keyword) that scored best."""
-        return self._rank(text, tokens_of(text))
-
-    def _rank(self, text: str, whole: list[str]) -> list[Candidate]:
-        return self._ranked(text, whole)[0]
+        return self._ranked(text, tokens_of(text))[0]
 
     def _ranked(self, text: str, whole: list[str]) -> tuple[list[Candidate], list[Candidate]]:
         """Every intent's best score, best first, and the best intent of each sentence that asks.
@@ -424,7 +358,7 @@ class Matcher:
         if self.meaning is not None:
             questions = [piece.text for piece in pieces if piece.asks and not piece.window]
             try:
-                return fuse(self.meaning, self.settings, best, [text, *questions], self._whole_only), asked
+                return fuse(self.meaning, self.settings.meaning, best, [text, *questions], self._whole_only), asked
             except Exception:
                 log.exception("meaning-based matching failed on a message; rapidfuzz's scores decide it")
         ranked = [Candidate(intent, round(score, 1), example) for intent, (score, example) in best.items()]

@@ -17,15 +17,11 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
-from bot.models import Candidate
-
-if TYPE_CHECKING:
-    from bot.content import Catalog
-    from bot.matcher import MatcherSettings
+from bot.models import Candidate, Intent
 
 log = logging.getLogger("unhooked.meaning")
 
@@ -35,6 +31,20 @@ SHORTLIST = 48
 """On a catalogue of more intents than this, only the intents whose mean vector is nearest are compared."""
 OFF = "off"
 """``UNHOOKED_MEANING_MODEL=off``: match by rapidfuzz alone."""
+
+
+@dataclass(frozen=True)
+class MeaningSettings:
+    """How the nearest example's cosine similarity becomes a score, and its share beside rapidfuzz's."""
+
+    weight: float = 0.4
+    """An intent's score is this share of its meaning score, the rest its fuzzy score."""
+    floor: float = 0.2
+    """The cosine similarity to the nearest example that counts as a meaning score of 0."""
+    full: float = 0.9
+    """The cosine similarity that counts as a meaning score of 100."""
+    fuzzy_floor: float = 40.0
+    """The fuzzy score of an intent the fuzzy scorers did not find at all."""
 
 
 class Encoder(Protocol):
@@ -130,11 +140,11 @@ class Vectors:
         return np.stack([self._known[key] for key in keys])
 
 
-def index_of(catalog: Catalog, vectors: Vectors | None) -> MeaningIndex | None:
-    """The catalogue's examples by meaning (only those not embedded yet are embedded), or ``None`` without vectors."""
+def index_of(intents: Iterable[Intent], vectors: Vectors | None) -> MeaningIndex | None:
+    """The intents' examples by meaning (only those not embedded yet are embedded), or ``None`` without vectors."""
     if vectors is None:
         return None
-    return MeaningIndex(vectors, [(i.id, [e.text for e in i.examples]) for i in catalog.intents.values()])
+    return MeaningIndex(vectors, [(intent.id, [e.text for e in intent.examples]) for intent in intents])
 
 
 @dataclass(frozen=True)
@@ -192,24 +202,24 @@ MAX_QUESTIONS = 2
 """Besides the whole message, at most this many of its sentences that ask are embedded."""
 
 
-def meaning_score(similarity: float, settings: MatcherSettings) -> float:
-    """A cosine similarity on the fuzzy scorers' scale: ``meaning_floor`` is 0, ``meaning_full`` is 100."""
-    span = settings.meaning_full - settings.meaning_floor
-    return 100.0 * min(1.0, max(0.0, (similarity - settings.meaning_floor) / span))
+def meaning_score(similarity: float, settings: MeaningSettings) -> float:
+    """A cosine similarity on the fuzzy scorers' scale: ``settings.floor`` is 0, ``settings.full`` is 100."""
+    span = settings.full - settings.floor
+    return 100.0 * min(1.0, max(0.0, (similarity - settings.floor) / span))
 
 
 def fuse(
     index: MeaningIndex,
-    settings: MatcherSettings,
+    settings: MeaningSettings,
     fuzzy: dict[str, tuple[float, str]],
     texts: list[str],
     whole_only: set[str],
 ) -> list[Candidate]:
-    """Every intent's fused score, best first: ``meaning_weight`` of its meaning score, the rest its fuzzy score.
+    """Every intent's fused score, best first: ``settings.weight`` of its meaning score, the rest its fuzzy score.
 
     ``texts`` is the whole message, then sentences of it that ask; small talk (``whole_only``) is
     compared with the whole message only. An intent the fuzzy scorers did not find counts
-    ``fuzzy_floor`` there; one the meaning scorer did not compare (outside the shortlist) counts 0.
+    ``settings.fuzzy_floor`` there; one the meaning scorer did not compare (outside the shortlist) counts 0.
     """
     vectors = index.embed(texts[: 1 + MAX_QUESTIONS])
     near = index.nearest(vectors[0])
@@ -217,7 +227,7 @@ def fuse(
         for intent, found in index.nearest(vector).items():
             if intent not in whole_only and found.similarity > near.get(intent, _FAR).similarity:
                 near[intent] = found
-    weight = settings.meaning_weight
+    weight = settings.weight
     ranked = []
     for intent in {*fuzzy, *near}:
         score, example = fuzzy.get(intent, (settings.fuzzy_floor, ""))

@@ -17,9 +17,9 @@ from bot.content import load_catalog
 from bot.engine import Engine
 from bot.errors import ConfigError
 from bot.matcher import IntentPhrases, Matcher, MatcherSettings
-from bot.meaning import MeaningIndex, Vectors, load_encoder, vectors_for
+from bot.meaning import MeaningIndex, MeaningSettings, Vectors, load_encoder, vectors_for
 from bot.models import Incoming
-from bot.store import MemoryStore
+from bot.store.memory import MemoryStore
 from tests.conftest import MINI_CONTENT, SECRET
 
 WORD = re.compile(r"[a-z]+")
@@ -110,7 +110,7 @@ def index(encoder: WordEncoder) -> MeaningIndex:
 
 def test_meaning_lifts_a_paraphrase_the_fuzzy_scorers_miss() -> None:
     encoder = WordEncoder({PARAPHRASE: "why do I miss her if it was so bad"})
-    settings = MatcherSettings(meaning_weight=0.7)
+    settings = MatcherSettings(meaning=MeaningSettings(weight=0.7))
     alone, fused = Matcher(INTENTS, settings), Matcher(INTENTS, settings, meaning=index(encoder))
     assert alone.match(PARAPHRASE).intent is None
     match = fused.match(PARAPHRASE)
