@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot import __version__, evaluate, explain, operators
+from bot import __version__, evaluate, explain, operators, understanding
 from bot.adapters.terminal import TerminalChat, stderr_alerter, stderr_content_alert
 from bot.config import Settings, TelegramSettings
 from bot.content import read_content
@@ -165,6 +165,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help=f"rewrite {KNOWN_FAILURES} to list exactly the sentences failing now (review the diff)",
     )
+    run_eval.add_argument(
+        "--blind",
+        type=Path,
+        metavar="DIR",
+        help="the frozen blind set, shown as figures only (default: tests/understanding_blind in the content folder)",
+    )
     run_eval.set_defaults(handler=_eval)
 
     escalations = command("escalations", "Operators' escalation log: list, follow, acknowledge, count and export.")
@@ -284,29 +290,23 @@ def _match(args: argparse.Namespace) -> int:
     async def run() -> None:
         async with running_service(settings, MemoryStore()) as service:
             engine = service.engine
+            weight = engine.matcher.settings.meaning.weight if engine.matcher else 0.0
             for number, text in enumerate(_lines(args.text)):
                 outcome = await engine.handle(Incoming(f"match-{number}", text, "match"))
                 explained = explain.matcher_view(engine, text, outcome) if args.explain else None
+                shown = (text, outcome, explained, engine.catalog, weight)
                 sys.stdout.write(
-                    json.dumps(explain.as_json(text, outcome, explained), ensure_ascii=False) + "\n"
+                    json.dumps(explain.as_json(*shown), ensure_ascii=False) + "\n"
                     if args.json
-                    else explain.as_text(text, outcome, explained)
+                    else explain.as_text(*shown)
                 )
 
     asyncio.run(run())
     return 0
 
 
-def _here(path: Path) -> Path:
-    """``path`` relative to the working folder when it lies inside it, so problems read ``intents/x.yml:3``."""
-    try:
-        return path.resolve().relative_to(Path.cwd())
-    except ValueError:
-        return path
-
-
 def _check(args: argparse.Namespace) -> int:
-    root = _here(Settings.from_env().content_dir)
+    root = explain.here(Settings.from_env().content_dir)
     catalog, problems = read_content(root)
     if catalog is not None:
         problems += lint(catalog, root, args.tests)
@@ -327,7 +327,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    root = _here(Settings.from_env().content_dir)
+    root = explain.here(Settings.from_env().content_dir)
     catalog, problems = read_content(root)
     if catalog is None:
         raise ContentError(problems)
@@ -342,8 +342,22 @@ def _eval(args: argparse.Namespace) -> int:
     vectors = vectors_for(settings.meaning_model, settings.vector_cache)
     print(f"running {len(sentences.sentences) + len(sentences.out_of_scope)} sentences...", file=sys.stderr)
     result = asyncio.run(evaluate.evaluate(catalog, sentences, vectors))
-    rows = evaluate.sweep(catalog, result, meaning=index_of(catalog.intents.values(), vectors))
-    sys.stdout.write(evaluate.as_json(result, rows) if args.json else evaluate.report(result, rows))
+    index = index_of(catalog.intents.values(), vectors)
+    rows = evaluate.sweep(catalog, result, meaning=index)
+    blind_dir = args.blind or root / understanding.BLIND_DIR
+    blind = asyncio.run(understanding.blind_figures(catalog, blind_dir, vectors))
+    split = understanding.disagreements(catalog, result.results, index) if index else []
+    if args.json:
+        extra = {
+            "blind": understanding.blind_json(blind, blind_dir),
+            "disagreements": understanding.disagreement_json(split),
+        }
+        sys.stdout.write(evaluate.as_json(result, rows, extra))
+    else:
+        sys.stdout.write(evaluate.report(result, rows))
+        sys.stdout.write(understanding.blind_report(blind, blind_dir))
+        if index is not None:
+            sys.stdout.write(understanding.disagreement_report(split))
     if args.update_known_failures:
         text, count = evaluate.known_failures_yaml(result)
         (folder / KNOWN_FAILURES).write_text(text, encoding="utf-8")

@@ -312,7 +312,7 @@ def report(evaluation: Evaluation, rows: Sequence[SweepRow]) -> str:
     total = len(e.results)
     out = [
         f"{total} test sentences, {len(e.out_of_scope)} out-of-scope messages"
-        f" (threshold {s.threshold:g}, margin {s.margin:g})",
+        f" (threshold {s.threshold:g}, margin {s.margin:g}; meaning-based matching {'on' if e.meaning else 'off'})",
         f"accuracy         {e.accuracy:6.1%}   ({sum(r.passed for r in e.results)} of {total} reach their intent)",
         f"fallback rate    {e.fallback_rate:6.1%}   (test sentences that matched nothing)",
         f"false-match rate {e.false_match_rate:6.1%}   (out-of-scope messages that matched an intent)",
@@ -364,8 +364,8 @@ def report(evaluation: Evaluation, rows: Sequence[SweepRow]) -> str:
     return "\n".join(out) + "\n"
 
 
-def as_json(evaluation: Evaluation, rows: Sequence[SweepRow]) -> str:
-    """The evaluation as one JSON document."""
+def as_json(evaluation: Evaluation, rows: Sequence[SweepRow], extra: dict[str, object] | None = None) -> str:
+    """The evaluation as one JSON document (with ``extra``'s keys added)."""
     e = evaluation
     document = {
         "settings": {"threshold": e.settings.threshold, "margin": e.settings.margin},
@@ -425,6 +425,8 @@ def as_json(evaluation: Evaluation, rows: Sequence[SweepRow]) -> str:
             for r in e.results
             if not r.passed
         ],
+        "meaning": e.meaning,
+        **(extra or {}),
     }
     return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
 

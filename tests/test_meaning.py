@@ -181,3 +181,45 @@ def test_the_model_embeds_a_message_the_crisis_head_just_read_without_running_ag
     assert len(runs) == 1
     assert np.allclose(again, fresh, atol=1e-5)
     assert np.isclose(np.linalg.norm(again[0]), 1.0, atol=1e-3)
+
+
+def test_explain_names_each_scorers_share_and_the_examples_file_and_line(catalog) -> None:
+    from bot import explain
+    from bot.engine import Outcome
+
+    encoder = WordEncoder()
+    matcher = Matcher(
+        catalog.phrases(),
+        meaning=MeaningIndex(
+            Vectors(encoder), [(i.id, [e.text for e in i.examples]) for i in catalog.intents.values()]
+        ),
+    )
+    match = matcher.match("why do I still miss him")
+    text = explain.as_text("why do I still miss him", Outcome((), match), match, catalog, 0.4)
+    first = text.splitlines().index("top intents:") + 1
+    lines = text.splitlines()[first : first + 3]
+    assert lines[0].split()[:3] == ["1.", "miss_them", "100.0"] and "intents/miss_them.yml:" in lines[0]
+    assert lines[1].split() == ["fuzzy", "100.0", "x", "0.60", "=", "60.0"]
+    assert lines[2].split()[:6] == ["meaning", "100.0", "x", "0.40", "=", "40.0"] and "nearest" in lines[2]
+    document = explain.as_json("why do I still miss him", Outcome((), match), match, catalog, 0.4)
+    best = document["candidates"][0]
+    assert (best["fuzzy"], best["meaning"], best["meaning_weight"]) == (100.0, 100.0, 0.4)
+    assert best["nearest_at"].startswith("intents/miss_them.yml:")
+
+
+def test_eval_shows_per_intent_where_meaning_and_fuzzy_disagree(catalog) -> None:
+    from bot.conversations import Sentence
+    from bot.evaluate import Result
+    from bot.understanding import disagreement_report, disagreements
+
+    knows = {"the weather is grey and so am i": "I long for him every day"}
+    index = MeaningIndex(
+        Vectors(WordEncoder(knows)), [(i.id, [e.text for e in i.examples]) for i in catalog.intents.values()]
+    )
+    sentences = [Sentence("the weather is grey and so am i", "miss_them", Path("x.yaml"), 1),
+                 Sentence("why do I miss him", "miss_them", Path("x.yaml"), 2)]  # fmt: skip
+    results = [Result(sentence, None, 0.0, "low_confidence", None) for sentence in sentences]
+    found = {d.intent: d for d in disagreements(catalog, results, index)}
+    assert (found["miss_them"].sentences, found["miss_them"].disagree, found["miss_them"].meaning_right) == (2, 1, 1)
+    assert found["miss_them"].texts == ("the weather is grey and so am i",)
+    assert "miss_them" in disagreement_report(list(found.values()))
