@@ -16,6 +16,7 @@ from typing import Any
 
 from bench.engine import TARGETS_MS, benchmark
 from bot.config import default_content_dir
+from bot.meaning import vectors_for
 
 EXAMPLE = """examples:
   python -m bench engine
@@ -80,6 +81,15 @@ def _parser() -> argparse.ArgumentParser:
     engine.add_argument("--runs", type=int, default=5, help="runs per size (default 5)")
     engine.add_argument("--messages", type=int, default=5000, help="messages per run (default 5000)")
     engine.add_argument("--users", type=int, default=1000, help="distinct people sending them (default 1000)")
+    engine.add_argument(
+        "--meaning-model",
+        default=None,
+        metavar="FOLDER",
+        help="match by meaning too with this model (default: the shipped one, as the bot does; `off`: rapidfuzz alone)",
+    )
+    engine.add_argument(
+        "--vector-cache", type=Path, metavar="FILE", help="keep the examples' vectors in FILE between runs of the bench"
+    )
     engine.add_argument("--json", action="store_true", help="print one JSON document instead of a table")
 
     telegram = commands.add_parser(
@@ -184,12 +194,23 @@ def _engine(args: argparse.Namespace) -> int:
     info = machine()
     progress = (lambda line: print(line, file=sys.stderr)) if args.json else print
     progress(f"engine benchmark: scales {factors}, {args.runs} runs of {args.messages} messages, {args.users} people")
-    scales = benchmark(default_content_dir(), factors, args.runs, args.messages, args.users, progress)
+    vectors = vectors_for(args.meaning_model, args.vector_cache)
+    progress(f"meaning-based matching {'on' if vectors else 'off'}")
+    scales = benchmark(default_content_dir(), factors, args.runs, args.messages, args.users, progress, vectors)
     results = [scale.summary() for scale in scales]
     if args.json:
         info["load_average_after"] = _load()
         print(
-            json.dumps({"machine": info, "command": _command(), "targets_ms": TARGETS_MS, "results": results}, indent=2)
+            json.dumps(
+                {
+                    "machine": info,
+                    "command": _command(),
+                    "targets_ms": TARGETS_MS,
+                    "meaning": vectors is not None,
+                    "results": results,
+                },
+                indent=2,
+            )
         )
     else:
         print()

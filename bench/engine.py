@@ -16,6 +16,7 @@ from bot import safety
 from bot.content import load_catalog
 from bot.engine import Engine
 from bot.matcher import Matcher
+from bot.meaning import Vectors, index_of
 from bot.models import Incoming
 from bot.store.sqlite import SqliteStore
 
@@ -97,11 +98,13 @@ def _kind(outcome_reason: str | None, crisis: bool) -> str:
     return "answer" if outcome_reason in ("matched", "chosen") else "fallback"
 
 
-async def _one_run(root: Path, mix: list[Message], warmup: list[Message], folder: Path, number: int) -> Run:
+async def _one_run(
+    root: Path, mix: list[Message], warmup: list[Message], folder: Path, number: int, vectors: Vectors | None
+) -> Run:
     catalog = load_catalog(root)
     store = SqliteStore(folder / f"bench-{number}.sqlite3")
     await store.open()
-    engine = Engine(store, SECRET, catalog)
+    engine = Engine(store, SECRET, catalog, vectors=vectors)
     try:
         for message in warmup:
             await engine.handle(Incoming(message.user, message.text, "bench", message.topic))
@@ -145,8 +148,20 @@ async def _one_run(root: Path, mix: list[Message], warmup: list[Message], folder
     )
 
 
-def benchmark(shipped: Path, factors: list[int], runs: int, messages: int, users: int, progress=print) -> list[Scale]:
-    """Run the mix ``runs`` times on each catalogue size; ``progress`` gets one line per run."""
+def benchmark(
+    shipped: Path,
+    factors: list[int],
+    runs: int,
+    messages: int,
+    users: int,
+    progress=print,
+    vectors: Vectors | None = None,
+) -> list[Scale]:
+    """Run the mix ``runs`` times on each catalogue size; ``progress`` gets one line per run.
+
+    With ``vectors`` the matcher matches by meaning too; each size's examples are embedded once
+    (in its load time), and the runs after the first find them in memory.
+    """
     results = []
     with tempfile.TemporaryDirectory(prefix="unhooked-bench-") as scratch:
         folder = Path(scratch)
@@ -154,7 +169,7 @@ def benchmark(shipped: Path, factors: list[int], runs: int, messages: int, users
             root = scaled_content(shipped, factor, folder) if factor > 1 else shipped
             started = time.perf_counter()
             catalog = load_catalog(root)
-            Matcher(catalog.phrases())
+            Matcher(catalog.phrases(), meaning=index_of(catalog.intents.values(), vectors))
             load_seconds = time.perf_counter() - started
             mix = message_mix(catalog, messages, users)
             warmup = [
@@ -170,7 +185,7 @@ def benchmark(shipped: Path, factors: list[int], runs: int, messages: int, users
                 users,
             )
             for number in range(runs):
-                run = asyncio.run(_one_run(root, mix, warmup, folder, factor * 1000 + number))
+                run = asyncio.run(_one_run(root, mix, warmup, folder, factor * 1000 + number, vectors))
                 scale.runs.append(run)
                 progress(
                     f"  x{factor} run {number + 1}/{runs}: p50 {run.p50_ms:.3f} ms, p99 {run.p99_ms:.3f} ms,"

@@ -198,7 +198,7 @@ class MeaningIndex:
         return found
 
 
-MAX_QUESTIONS = 2
+MAX_QUESTIONS = 1
 """Besides the whole message, at most this many of its sentences that ask are embedded."""
 
 

@@ -9,7 +9,7 @@ from bot.normalize import for_matching
 
 _SENTENCE = re.compile(r"[^.!?;\n]+[.!?;\n]*|[.!?;\n]+")
 
-MAX_PIECES = 6
+MAX_PIECES = 4
 """At most this many sentences of a long message are compared one by one (those that ask, then the last ones)."""
 BACKGROUND = 5.0
 """In a message where a sentence asks, the other sentences score this much less."""
