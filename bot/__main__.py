@@ -288,7 +288,7 @@ def _match(args: argparse.Namespace) -> int:
     logging.getLogger("unhooked.escalations").disabled = True
 
     async def run() -> None:
-        async with running_service(settings, MemoryStore()) as service:
+        async with running_service(settings, MemoryStore(), meaning_first=True) as service:
             engine = service.engine
             weight = engine.matcher.settings.meaning.weight if engine.matcher else 0.0
             for number, text in enumerate(_lines(args.text)):

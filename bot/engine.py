@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import logging
@@ -120,6 +121,17 @@ class Engine:
         self.catalog, self.matcher, self.rules = catalog, matcher, rules
         self.metrics.content_loaded.set(1 if catalog else 0)
         self.metrics.content_intents.set(len(catalog.intents) if catalog else 0)
+
+    async def learn_meaning(self, vectors: Vectors) -> None:
+        """Embed the examples on a worker thread, then match by meaning too; rapidfuzz answers alone meanwhile."""
+        try:
+            if self.catalog is not None:
+                await asyncio.to_thread(index_of, self.catalog.intents.values(), vectors)
+        except Exception:
+            log.exception("could not embed the examples; rapidfuzz matches alone")
+            return
+        self.vectors = vectors
+        self.use(self.catalog)  # the vectors are kept now: only what a reload changed meanwhile is embedded here
 
     def _meaning(self, catalog: Catalog) -> MeaningIndex | None:
         """The catalogue's examples by meaning (only new or changed ones are embedded), or ``None``."""

@@ -14,6 +14,7 @@ import hashlib
 import logging
 import os
 import tempfile
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +88,8 @@ class Vectors:
         self._salt = str(getattr(card, "model_sha256", type(encoder).__name__)).encode() + b"\0"
         """Vectors are kept by model and text: a cache file written with another model is never read as this one's."""
         self._known: dict[bytes, np.ndarray] = {}
+        self._lock = threading.Lock()
+        """Examples are embedded on a worker thread at start and on the event loop at a reload."""
         self.embedded = 0
         """How many texts this process has embedded (the rest came from memory or the cache file)."""
         if cache_file is not None:
@@ -124,6 +127,10 @@ class Vectors:
 
     def of(self, texts: Sequence[str]) -> np.ndarray:
         """The vectors of ``texts`` (rows in order), embedding only those never seen before."""
+        with self._lock:
+            return self._of(texts)
+
+    def _of(self, texts: Sequence[str]) -> np.ndarray:
         keys = [self._key(text) for text in texts]
         missing = list(dict.fromkeys(key for key in keys if key not in self._known))
         if missing:

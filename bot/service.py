@@ -77,6 +77,8 @@ async def running_service(
     alerter: Alerter | None = None,
     content_alert: ContentAlert | None = None,
     metrics: Metrics | None = None,
+    *,
+    meaning_first: bool = False,
 ) -> AsyncIterator[Service]:
     """An engine over the configured content and store, with that store, closed cleanly on exit.
 
@@ -85,6 +87,8 @@ async def running_service(
     ``check`` finds no error in it, at start as on every reload; edited content files are
     reloaded every ``settings.reload_seconds`` and ``content_alert`` hears of refused reloads. ``metrics``
     lets an adapter register its own metrics before the engine starts; the engine's are added to it.
+    The examples are embedded for meaning-based matching in the background (rapidfuzz answers alone
+    until they are), or before the service is handed out with ``meaning_first``.
     """
     metrics = metrics or Metrics()
     faults = Faults()
@@ -98,7 +102,10 @@ async def running_service(
     store = await _open(store or open_store(settings.database), spool, faults)
     escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults)
     vectors = vectors_for(settings.meaning_model, settings.vector_cache)
-    engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts, vectors=vectors)
+    engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts)
+    learning = asyncio.create_task(engine.learn_meaning(vectors), name="meaning") if vectors else None
+    if learning is not None and meaning_first:
+        await learning
     retry = asyncio.create_task(escalator.retry_forever(), name="escalation-retry")
     watcher = None
     if settings.reload_seconds > 0:
@@ -111,9 +118,11 @@ async def running_service(
     finally:
         if watcher is not None:
             await watcher.aclose()
-        retry.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await retry
+        for task in (retry, learning):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await engine.aclose()
         await store.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
@@ -223,3 +224,17 @@ def test_eval_shows_per_intent_where_meaning_and_fuzzy_disagree(catalog) -> None
     assert (found["miss_them"].sentences, found["miss_them"].disagree, found["miss_them"].meaning_right) == (2, 1, 1)
     assert found["miss_them"].texts == ("the weather is grey and so am i",)
     assert "miss_them" in disagreement_report(list(found.values()))
+
+
+async def test_the_bot_answers_by_rapidfuzz_while_the_examples_are_embedded_then_by_meaning_too(catalog) -> None:
+    engine = Engine(MemoryStore(), SECRET, catalog)
+    assert engine.matcher is not None and engine.matcher.meaning is None
+    encoder = WordEncoder()
+    learning = asyncio.create_task(engine.learn_meaning(Vectors(encoder)))
+    first = await engine.handle(Incoming("someone", "why do I miss him", "test"))
+    assert first.match is not None and first.match.candidates[0].meaning is None
+    await learning
+    assert engine.matcher.meaning is not None and len(encoder.seen) >= 1000
+    later = await engine.handle(Incoming("someone else", "why do I miss him", "test"))
+    assert later.match is not None and later.match.candidates[0].meaning is not None
+    await engine.aclose()
