@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot import __version__, evaluate, explain, operators
+from bot import __version__, evaluate, explain, operators, safety_cli
 from bot.adapters.terminal import TerminalChat, stderr_alerter, stderr_content_alert
 from bot.config import Settings, TelegramSettings
 from bot.content import read_content
@@ -223,6 +223,7 @@ def _parser() -> argparse.ArgumentParser:
     backup.add_argument("--force", action="store_true", help="replace PATH if it already exists")
     backup.add_argument("--db", help="the SQLite database to back up (default: UNHOOKED_DB)")
     backup.set_defaults(handler=_backup)
+    safety_cli.register(commands)
     return parser
 
 

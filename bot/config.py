@@ -78,6 +78,8 @@ class Settings:
     """A PostgreSQL server (``UNHOOKED_DB=postgresql://...``) instead of the SQLite file; may hold a password."""
     pool: Pool = field(default_factory=Pool)
     """The PostgreSQL connection pool (``UNHOOKED_DB_POOL_MIN``, ``UNHOOKED_DB_POOL_MAX``, ``UNHOOKED_DB_TIMEOUT``)."""
+    crisis_model: str | None = None
+    """The learned crisis screen (``UNHOOKED_CRISIS_MODEL``): unset for the shipped model, ``off``, or a folder."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -112,6 +114,13 @@ class Settings:
                 "UNHOOKED_DB names a PostgreSQL server, so every replica must hash ids with the same key: set "
                 "UNHOOKED_SECRET (at least 16 random characters) to the same value for each of them"
             )
+        crisis_model = env.get("UNHOOKED_CRISIS_MODEL", "").strip() or None
+        if crisis_model not in (None, "off") and not Path(crisis_model).is_dir():
+            raise ConfigError(
+                f"UNHOOKED_CRISIS_MODEL is {crisis_model!r}, which is not a folder; set it to a folder holding "
+                "crisis.onnx, tokenizer.json and card.json, to `off` to screen with the lexicon alone, "
+                "or unset it to use the shipped model"
+            )
         return cls(
             db_path=database.path,
             db_url=database.url,
@@ -121,6 +130,7 @@ class Settings:
             reload_seconds=_seconds(env, "UNHOOKED_RELOAD_SECONDS", cls.reload_seconds),
             retention_days=_positive_int(env, "UNHOOKED_RETENTION_DAYS", DEFAULT_RETENTION_DAYS),
             escalation_excerpts=_flag(env, "UNHOOKED_ESCALATION_EXCERPTS"),
+            crisis_model=crisis_model,
         )
 
     @property

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 from bot import redact, safety
 from bot.content import Catalog
+from bot.crisis import CrisisScreen
 from bot.escalation import Escalator
 from bot.health import Faults
-from bot.lexicon import FLOOR, Rule
+from bot.lexicon import FLOOR
 from bot.matcher import Matcher, MatcherSettings
 from bot.metrics import Metrics
 from bot.models import (
@@ -80,6 +81,7 @@ class Engine:
         excerpts: bool = False,
         metrics: Metrics | None = None,
         faults: Faults | None = None,
+        screen: CrisisScreen | None = None,
     ) -> None:
         self.metrics = metrics or (escalator.metrics if escalator else Metrics())
         """What operators can count (``/metrics``): messages, intents, fallbacks, escalations, latency..."""
@@ -94,18 +96,18 @@ class Engine:
         self._matcher_settings = matcher_settings
         self.catalog: Catalog | None = None
         self.matcher: Matcher | None = None
-        self.rules: tuple[Rule, ...] = FLOOR
+        self.screen = screen or CrisisScreen(faults=self.faults)
+        """The one crisis screen: lexicon floor, moderators' rules and the learned model; adapters screen through it."""
         self.use(catalog)
 
     def use(self, catalog: Catalog | None) -> None:
         """Serve ``catalog`` from the next message on (``None`` serves crisis replies only).
 
-        The crisis screen always runs the floor in code, plus the catalogue's own safety rules.
+        The crisis screen always runs the floor, plus the catalogue's own safety rules, plus the model.
         """
         matcher = Matcher(catalog.phrases(), self._matcher_settings) if catalog else None
-        rules = FLOOR + catalog.safety_rules if catalog else FLOOR
-        safety.prepare(rules)  # never raises: a prefilter that cannot be built tries every rule
-        self.catalog, self.matcher, self.rules = catalog, matcher, rules
+        self.screen.use(FLOOR + catalog.safety_rules if catalog else FLOOR)
+        self.catalog, self.matcher = catalog, matcher
         self.metrics.content_loaded.set(1 if catalog else 0)
         self.metrics.content_intents.set(len(catalog.intents) if catalog else 0)
 
@@ -137,7 +139,7 @@ class Engine:
         return outcome
 
     async def _handle(self, incoming: Incoming) -> Outcome:
-        detection = self._screen(incoming.text)
+        detection = self.screen.detect(incoming.text)
         key = self.user_key(incoming.channel, incoming.user_id)
         now = self._clock()
         self.sessions.count("messages", now)
@@ -209,13 +211,6 @@ class Engine:
         except Exception:
             log.exception("could not redact an excerpt; the escalation is recorded without one")
             return None
-
-    def _screen(self, text: str) -> Detection | None:
-        try:
-            return safety.detect(text, self.rules)
-        except Exception:
-            log.exception("the crisis screen failed; answering with crisis resources to be safe")
-            return safety.SCREEN_FAILED
 
     @staticmethod
     def _in_crisis(session: Session, now: float) -> bool:

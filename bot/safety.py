@@ -85,6 +85,8 @@ def resources_for(detection: Detection) -> tuple[str, ...]:
     return (*shown, "outside_us")
 
 
+PREVIEW_LINE = "Thank you for writing. Here is what I can share."
+"""The first line of every reply that leads with 911: a lock-screen preview shows this, not the danger."""
 _SAFE_QUESTION = "Are you safe right now?"
 _SUICIDE_QUESTION = "Are you thinking about suicide right now?"
 _GLAD = "I'm really glad you told me."
@@ -127,9 +129,9 @@ def _sentence(text: str) -> str:
 def crisis_reply(detection: Detection) -> Reply:
     """The reply for a crisis or imminent detection, built from ``resources_for`` in that order.
 
-    Resources come first (911 first when imminent or when the danger comes from someone else),
-    then one validating sentence, the bot's limits said plainly, one direct question, and the
-    line for people outside the US.
+    Resources come first (911 first when imminent or when the danger comes from someone else,
+    after ``PREVIEW_LINE`` so that a lock-screen preview gives nothing away), then one validating
+    sentence, the bot's limits said plainly, one direct question, and the line for people outside the US.
     """
     others = detection.track is Track.OTHERS
     shown = resources_for(detection)
@@ -148,6 +150,8 @@ def crisis_reply(detection: Detection) -> Reply:
     validation, question = _WORDS.get(detection.category, _DEFAULT_WORDS)
     parts += [validation, resources.AUTOMATED, question]
     text = " ".join(parts)
+    if shown[0] == "emergency":
+        text = f"{PREVIEW_LINE}\n{text}"
     if "outside_us" in shown:
         text += f"\n\n{resources.OUTSIDE_US}"
     return Reply(text, kind=ReplyKind.CRISIS)
@@ -173,7 +177,8 @@ def reminder(track: Track) -> Reply:
     """The short line that keeps help in view on every turn while a crisis state lasts."""
     if track is Track.OTHERS:
         lead = (
-            f"{_sentence(resources.EMERGENCY)} You can reach {resources.DV_HOTLINE}, when it is safe for you. "
+            f"{PREVIEW_LINE}\n{_sentence(resources.EMERGENCY)} "
+            f"You can reach {resources.DV_HOTLINE}, when it is safe for you. "
             "For thoughts of suicide, call or text 988."
         )
     else:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.config import Settings
+from bot.crisis import MODEL, CrisisScreen
 from bot.engine import Engine
 from bot.errors import ConfigError, SchemaError, StoreError
 from bot.escalation import Alerter, Escalator
@@ -66,7 +67,7 @@ class Service:
             await self.store.ping()
             engine.faults.clear(STORE, "session reads")  # a read just worked
 
-        return Health(engine.faults, ping=ping, content=content, grace=grace)
+        return Health(engine.faults, ping=ping, content=content, grace={MODEL: 0.0, **(grace or {})})
 
 
 @asynccontextmanager
@@ -96,7 +97,9 @@ async def running_service(
     spool = Spool(settings.spool_path) if settings.spool_path and store is None else None
     store = await _open(store or open_store(settings.database), spool, faults)
     escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults)
-    engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts)
+    screen = CrisisScreen(settings.crisis_model, faults=faults)
+    metrics.crisis_model_loaded.set(1 if screen.model is not None else 0)
+    engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts, screen=screen)
     retry = asyncio.create_task(escalator.retry_forever(), name="escalation-retry")
     watcher = None
     if settings.reload_seconds > 0:

@@ -126,7 +126,7 @@ def test_a_message_in_english_gets_no_spanish_line() -> None:
 
 def test_imminent_leads_with_911() -> None:
     text = safety.crisis_reply(safety.detect("i just took 40 tylenol")).text
-    assert text.startswith("If you are in immediate danger, call 911.")
+    assert text.startswith(f"{safety.PREVIEW_LINE}\nIf you are in immediate danger, call 911.")
     assert text.index("911") < text.index("988")
 
 
@@ -384,3 +384,17 @@ class TestPrefilter:
         text = " ".join(pieces)
         for joined in (text, text.replace(" ", ""), text.replace(" | ", " ")):
             assert safety.fired(joined) == safety.fired(joined, prefilter=False), joined
+
+
+@pytest.mark.parametrize(
+    "text", ["he said he'll kill me if i leave", "i just took 40 tylenol", "he's outside banging on the door right now"]
+)
+def test_a_reply_that_leads_with_911_shows_nothing_telling_on_a_lock_screen_preview(text: str) -> None:
+    found = safety.detect(text)
+    leading_with_911 = [safety.crisis_reply(found), safety.reminder(Track.OTHERS)]
+    for reply in leading_with_911:
+        first, rest = reply.text.split("\n", 1)
+        assert first == safety.PREVIEW_LINE
+        assert not any(number in first for number in resources.HOTLINE_NUMBERS)
+        assert not re.search(r"danger|suicid|violen|abuse|hotline|crisis|911|988", first, re.IGNORECASE)
+        assert "911" in rest  # the help is still in the same message, right after the neutral line
