@@ -14,7 +14,7 @@ from bot import redact, safety
 from bot.content import Catalog
 from bot.escalation import Escalator
 from bot.health import Faults
-from bot.lexicon import FLOOR, Rule
+from bot.lexicon import Rule
 from bot.matcher import Matcher, MatcherSettings
 from bot.metrics import Metrics
 from bot.models import (
@@ -31,6 +31,7 @@ from bot.models import (
     Suggestion,
     Track,
 )
+from bot.rules import floor
 from bot.sessions import Sessions
 from bot.store import Store
 
@@ -94,16 +95,16 @@ class Engine:
         self._matcher_settings = matcher_settings
         self.catalog: Catalog | None = None
         self.matcher: Matcher | None = None
-        self.rules: tuple[Rule, ...] = FLOOR
+        self.rules: tuple[Rule, ...] = floor()  # raises FloorError, with a sentence, if the floor does not compile
         self.use(catalog)
 
     def use(self, catalog: Catalog | None) -> None:
         """Serve ``catalog`` from the next message on (``None`` serves crisis replies only).
 
-        The crisis screen always runs the floor in code, plus the catalogue's own safety rules.
+        The crisis screen always runs the floor's rules, plus the catalogue's own safety rules.
         """
         matcher = Matcher(catalog.phrases(), self._matcher_settings) if catalog else None
-        rules = FLOOR + catalog.safety_rules if catalog else FLOOR
+        rules = floor() + catalog.safety_rules if catalog else floor()
         safety.prepare(rules)  # never raises: a prefilter that cannot be built tries every rule
         self.catalog, self.matcher, self.rules = catalog, matcher, rules
         self.metrics.content_loaded.set(1 if catalog else 0)

@@ -11,7 +11,7 @@ of the message, which ``normalize.fold`` caps at ``normalize.MAX_CHARS``.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from itertools import combinations
 
 from rapidfuzz.distance import OSA
@@ -36,8 +36,12 @@ _MAX_RUNS = 4
 
 WORD_MAP: dict[str, str] = {**MISSPELLINGS, **SHORTHAND, **CONTRACTIONS, **lexicon.CONTRACTIONS_EXTRA, **lexicon.TYPOS}
 """Every token rewrite, applied once per token; later tables win on a clash."""
-VOCABULARY = frozenset(word for word in lexicon.vocabulary() if len(word) >= 3)
-"""Lexicon words that a token with doubled letters may be folded to ("diie" -> "die")."""
+
+
+@cache
+def _vocabulary() -> frozenset[str]:
+    """Lexicon words that a token with doubled letters may be folded to ("diie" -> "die"), read once."""
+    return frozenset(word for word in lexicon.vocabulary() if len(word) >= 3)
 
 
 def _deleet(chunk: str) -> str:
@@ -54,13 +58,14 @@ def _deleet(chunk: str) -> str:
 def _unrepeat(token: str) -> str:
     """Fold repeated letters: to two, then to one where that gives a lexicon word ("kiiiill" -> "kill")."""
     two = squeeze(token)
-    if two in VOCABULARY or not _DOUBLE.search(two):
+    vocabulary = _vocabulary()
+    if two in vocabulary or not _DOUBLE.search(two):
         return two
     runs = [found.start() for found in _DOUBLE.finditer(two)][:_MAX_RUNS]
     for size in range(1, len(runs) + 1):
         for chosen in combinations(runs, size):
             candidate = "".join(letter for index, letter in enumerate(two) if index - 1 not in chosen)
-            if candidate in VOCABULARY:
+            if candidate in vocabulary:
                 return candidate
     return two
 
@@ -68,7 +73,7 @@ def _unrepeat(token: str) -> str:
 @lru_cache(maxsize=8192)
 def _correct(token: str) -> str:
     """A token of five letters or more one edit away from a lexicon word becomes that word."""
-    if len(token) < 5 or token in VOCABULARY or not token.isalpha():
+    if len(token) < 5 or token in _vocabulary() or not token.isalpha():
         return token
     near = [
         word
