@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -207,3 +208,13 @@ def test_macros_expand_inside_a_pattern() -> None:
     assert rule.pattern.pattern == r"\bi (?:x )?want out\b"
     with pytest.raises(rules.RuleError, match=re.escape("unknown macro <G9>")):
         rules.compile_rule("local.x", "suicidal", "crisis", pattern=r"\bi <G9>want out\b", macros={})
+
+
+def test_the_safety_patterns_schema_names_what_the_compiler_accepts() -> None:
+    schema = json.loads((REPO / "schemas" / "safety_patterns.schema.json").read_text("utf-8"))
+    fields = schema["properties"]["patterns"]["items"]["properties"]
+    assert set(fields) == set(rules.RULE_FIELDS)
+    assert fields["category"]["enum"] == list(lexicon.CATEGORIES)
+    assert fields["level"]["enum"] == [level.value for level in Level]
+    assert fields["track"]["enum"] == [track.value for track in Track]
+    assert fields["language"]["enum"] == list(rules.LANGUAGES)
