@@ -32,6 +32,7 @@ from bot.models import (
     Track,
 )
 from bot.rules import floor
+from bot.screen import Screened, screen
 from bot.sessions import Sessions
 from bot.store import Store
 
@@ -138,7 +139,7 @@ class Engine:
         return outcome
 
     async def _handle(self, incoming: Incoming) -> Outcome:
-        detection = self._screen(incoming.text)
+        screened, detection = self._screen(incoming.text)
         key = self.user_key(incoming.channel, incoming.user_id)
         now = self._clock()
         self.sessions.count("messages", now)
@@ -149,11 +150,11 @@ class Engine:
         if in_crisis and detection is not None:
             return await self._crisis(incoming, key, now, safety.in_crisis_window(detection), session)
         replies: list[Reply] = []
-        if in_crisis and safety.says_safe(incoming.text):
+        if in_crisis and screened is not None and safety.says_safe(screened):
             session.crisis_level = session.crisis_at = session.crisis_track = None
             in_crisis = False
             replies.append(safety.SAFE_ACK)
-            if safety.only_says_safe(incoming.text):
+            if safety.only_says_safe(screened):
                 self._finish(session, now)
                 return Outcome(tuple(replies))
         elif in_crisis:
@@ -211,12 +212,14 @@ class Engine:
             log.exception("could not redact an excerpt; the escalation is recorded without one")
             return None
 
-    def _screen(self, text: str) -> Detection | None:
+    def _screen(self, text: str) -> tuple[Screened | None, Detection | None]:
+        """The message read once by the screen (``None`` if reading failed) and its detection."""
         try:
-            return safety.detect(text, self.rules)
+            screened = screen(text)
+            return screened, safety.detect(screened, self.rules)
         except Exception:
             log.exception("the crisis screen failed; answering with crisis resources to be safe")
-            return safety.SCREEN_FAILED
+            return None, safety.SCREEN_FAILED
 
     @staticmethod
     def _in_crisis(session: Session, now: float) -> bool:

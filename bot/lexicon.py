@@ -292,9 +292,19 @@ CONFUSABLES = str.maketrans(
         "ν": "v",
         "υ": "u",
         "ѵ": "v",
+        "ı": "i",
+        "ȷ": "j",
+        "ł": "l",
+        "ø": "o",
+        "đ": "d",
     }
 )
-"""Cyrillic and Greek letters that look Latin, folded so "kіll" (with a Cyrillic і) reads "kill"."""
+"""Cyrillic, Greek and other letters that look Latin and carry no separable accent, folded so "kіll" (with a
+Cyrillic і) and "kıll" (dotless ı) read "kill"; accents ("kíll") are taken off before these apply."""
+
+FILLERS = str.maketrans(dict.fromkeys("\u3164\u115f\u1160\uffa0\u2800\u17b4\u17b5", " "))
+"""Characters that show nothing but are letters to Unicode, used as spaces: the Hangul fillers, the
+Braille blank, the Khmer inherent vowels. Each becomes a space, so "kill\u3164myself" reads "kill myself"."""
 
 VIOLENCE = re.compile(
     r"\b(?:hit|hits|hitting|beat|beaten|beating|punch\w*|chok\w*|strangl\w*|kill\w*|murder\w*|suicid\w*"

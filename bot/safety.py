@@ -17,7 +17,7 @@ from bot.lexicon import Rule
 from bot.models import Detection, Level, Reply, ReplyKind, Track
 from bot.prefilter import prefilter_of
 from bot.rules import floor
-from bot.screen import BOUNDARY, screen_text
+from bot.screen import Screened, screen
 
 SCREEN_FAILED = Detection(Level.CRISIS, "screen_failed", "screen.error")
 """Used when the screen itself fails: crisis resources are the safe answer."""
@@ -31,12 +31,17 @@ def prepare(rules: tuple[Rule, ...]) -> None:
     prefilter_of(rules)
 
 
-def fired(text: str, rules: Iterable[Rule] | None = None, *, prefilter: bool = True) -> list[Rule]:
+def _read(text: str | Screened) -> Screened:
+    """The message as the screen reads it; a message already read is not read again."""
+    return text if isinstance(text, Screened) else screen(text)
+
+
+def fired(text: str | Screened, rules: Iterable[Rule] | None = None, *, prefilter: bool = True) -> list[Rule]:
     """Every rule that fires on ``text``, in rule order (``prefilter`` only skips rules that cannot match).
 
-    ``rules`` defaults to the floor's.
+    ``text`` is a message or what ``bot.screen.screen`` made of it; ``rules`` defaults to the floor's.
     """
-    screened = screen_text(text)
+    screened = _read(text).text
     if not screened:
         return []
     rules = floor() if rules is None else rules if isinstance(rules, tuple) else tuple(rules)
@@ -45,7 +50,7 @@ def fired(text: str, rules: Iterable[Rule] | None = None, *, prefilter: bool = T
     return [rules[at] for at in prefilter_of(rules).candidates(screened) if rules[at].pattern.search(screened)]
 
 
-def detect(text: str, rules: Iterable[Rule] | None = None) -> Detection | None:
+def detect(text: str | Screened, rules: Iterable[Rule] | None = None) -> Detection | None:
     """The most serious detection for ``text``, or ``None``.
 
     The highest level wins and, at the same level, the rule listed first. When a rule about
@@ -203,29 +208,23 @@ _FILLER = re.compile(r"(?:yes|yeah|yep|no|nope|ok|okay|thanks|thank you|i promis
 _NEGATIONS = frozenset({"not", "never", "nor", "hardly", "barely", "without"})
 
 
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
-
-
-def _clauses(text: str) -> list[tuple[str, bool]] | None:
-    """The message's clauses as the screen sees them, each with whether it was asked as a question.
+def _clauses(text: str | Screened) -> tuple[tuple[str, bool], ...] | None:
+    """The message's clauses as the screen read them, each with whether it was asked as a question.
 
     ``None`` when any word negates ("not", "never"): "I'm not safe" must never count as safe.
     """
-    if _NEGATIONS.intersection(screen_text(text).split()):
+    screened = _read(text)
+    if _NEGATIONS.intersection(screened.text.split()):
         return None
-    found = []
-    for sentence in _SENTENCE.findall(text):
-        question = sentence.rstrip().endswith("?")
-        found += [(clause.strip(), question) for clause in screen_text(sentence).split(BOUNDARY) if clause.strip()]
-    return found
+    return screened.clauses
 
 
-def says_safe(text: str) -> bool:
+def says_safe(text: str | Screened) -> bool:
     """Whether the message says plainly that the person is safe ("I'm safe now"); "I'm not safe" never does."""
     return any(not question and _SAFE_CLAUSE.fullmatch(clause) for clause, question in _clauses(text) or ())
 
 
-def only_says_safe(text: str) -> bool:
+def only_says_safe(text: str | Screened) -> bool:
     """Whether the message says nothing but that the person is safe, so no other answer is owed."""
     return says_safe(text) and all(
         _SAFE_CLAUSE.fullmatch(clause) or _FILLER.fullmatch(clause) for clause, _ in _clauses(text) or ()

@@ -17,6 +17,7 @@ from bot.models import Detection, Level, ReplyKind, Track
 from bot.rules import floor
 from tests.conftest import REPO
 from tests.test_safety_corpus import AMBIGUOUS, MUST_CATCH, MUST_NOT
+from tests.test_screen import LOOK_ALIKES
 
 FLOOR = floor()
 
@@ -386,3 +387,10 @@ class TestPrefilter:
         text = " ".join(pieces)
         for joined in (text, text.replace(" ", ""), text.replace(" | ", " ")):
             assert safety.fired(joined) == safety.fired(joined, prefilter=False), joined
+
+
+@pytest.mark.parametrize(("text", "plain"), LOOK_ALIKES)
+def test_look_alike_letters_are_detected_as_the_plain_words(text: str, plain: str) -> None:
+    found = safety.detect(text)
+    assert found is not None and found.level.rank >= Level.CRISIS.rank
+    assert found == safety.detect(plain)
