@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.models import Level, Problem, Track
+from bot.normalize import PARTNER_WORDS, PARTNER_WORDS_AFTER_MY
 from bot.yamlfile import read_yaml
 
 # Categories: what a detection is about. Operators see these in the escalation log.
@@ -83,6 +84,16 @@ class Rule:
 
 FLOOR_FILE = Path(__file__).parent / "floor" / "floor.yml"
 """The floor's rules and macros: packaged with the code, so they load when no content folder does."""
+
+BUILT_IN_MACROS: dict[str, str] = {
+    "PARTNER_WORD": "(?:"
+    + "|".join(word for word in (*PARTNER_WORDS, *PARTNER_WORDS_AFTER_MY) if word.isascii())
+    + ")",
+}
+"""Macros that come from lists the matcher shares (``bot/normalize.py``), so that each list is kept once.
+
+Words with accents are left out: the screen has taken accents off before any pattern runs.
+"""
 
 
 TYPOS: dict[str, str] = {
@@ -153,8 +164,6 @@ TYPOS: dict[str, str] = {
     "every1": "everyone",
     "everyones": "everyone is",
     "every1s": "everyone is",
-    "hes": "he is",
-    "shes": "she is",
     "theyll": "they will",
     "ima": "i am going to",
     "imma": "i am going to",
@@ -177,15 +186,9 @@ TYPOS: dict[str, str] = {
 """Misspellings, shorthand and slang forms the screen rewrites before matching (after contractions)."""
 
 CONTRACTIONS_EXTRA: dict[str, str] = {
-    "he'll": "he will",
-    "she'll": "she will",
-    "they'll": "they will",
     "you'll": "you will",
     "we'll": "we will",
     "it'll": "it will",
-    "he'd": "he would",
-    "she'd": "she would",
-    "they'd": "they would",
     "you'd": "you would",
     "we'd": "we would",
     "it'd": "it would",
@@ -197,13 +200,8 @@ CONTRACTIONS_EXTRA: dict[str, str] = {
     "nobody's": "nobody is",
     "no one's": "no one is",
     "i'd've": "i would have",
-    "would've": "would have",
-    "should've": "should have",
-    "could've": "could have",
     "might've": "might have",
     "must've": "must have",
-    "hasn't": "has not",
-    "hadn't": "had not",
     "mustn't": "must not",
     "needn't": "need not",
     "ain't": "is not",
@@ -218,7 +216,7 @@ CONTRACTIONS_EXTRA: dict[str, str] = {
     "lemme": "let me",
     "gimme": "give me",
 }
-"""Contractions the matcher's table lacks; both tables are used by the screen."""
+"""Contractions the matcher's table (``normalize.CONTRACTIONS``) lacks; the screen reads both, so none is in both."""
 
 FUZZY_WORDS: tuple[str, ...] = (
     "suicide",
@@ -330,6 +328,9 @@ def vocabulary() -> frozenset[str]:
     floor file as written, so that it needs nothing compiled.
     """
     found: set[str] = set(FUZZY_WORDS) | JOIN_WORDS | SEGMENT_WORDS
+    found.update(
+        re.findall(r"[a-z]{3,}", " ".join(word for word in (*PARTNER_WORDS, *PARTNER_WORDS_AFTER_MY) if word.isascii()))
+    )
     data, _ = floor_data()
     if not isinstance(data, dict):
         return frozenset(found)

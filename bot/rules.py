@@ -18,7 +18,7 @@ from typing import Any
 
 from bot import lexicon
 from bot.errors import BotError
-from bot.lexicon import CATEGORIES, TRACKS, Rule, floor_data
+from bot.lexicon import BUILT_IN_MACROS, CATEGORIES, TRACKS, Rule, floor_data
 from bot.models import Level, Problem, Track
 from bot.screen import screen_text
 from bot.yamlfile import FieldReader, YamlList, YamlMap
@@ -45,6 +45,7 @@ MAX_PATTERN_CHARS = 1000
 """A line (or a moderator's pattern) longer than this is refused."""
 
 _MACRO = re.compile(r"<([A-Z][A-Z0-9_]*)>")
+
 _SOURCES = ("alternatives", "pattern", "phrase")
 
 
@@ -225,10 +226,12 @@ class RuleReader(FieldReader):
         if not isinstance(raw, YamlMap):
             self.error(path, data.lines["macros"], "`macros:` must map each NAME to its regular expression")
             return {}
-        written: dict[str, tuple[str, int]] = {}
+        written: dict[str, tuple[str, int]] = {name: (text, 0) for name, text in BUILT_IN_MACROS.items()}
         for name, value in raw.items():
             lines = _lines(value)
-            if not isinstance(name, str) or not MACRO_NAME.match(name):
+            if name in BUILT_IN_MACROS:
+                self.error(path, raw.lines[name], f"the macro {name} comes from bot/normalize.py; choose another name")
+            elif not isinstance(name, str) or not MACRO_NAME.match(name):
                 self.error(path, raw.lines[name], f"the macro name {name!r} must be capital letters, digits and _")
             elif not lines or not all(text for text, _ in lines):
                 self.error(path, raw.lines[name], f"the macro {name} must be one regular expression, or one per line")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot import lexicon, normalize, safety
 from bot.normalize import MAX_CHARS
 from bot.screen import screen, screen_text
 
@@ -110,3 +111,17 @@ def test_clauses_come_from_the_same_reading(text: str, clauses: tuple) -> None:
     read = screen(text)
     assert read.clauses == clauses
     assert read.text == screen_text(text)
+
+
+def test_no_word_table_of_the_screen_repeats_another_ones_key() -> None:
+    tables = [normalize.MISSPELLINGS, normalize.SHORTHAND, normalize.CONTRACTIONS, lexicon.CONTRACTIONS_EXTRA]
+    tables.append(lexicon.TYPOS)
+    keys = [key for table in tables for key in table]
+    assert len(keys) == len(set(keys)), sorted(key for key in set(keys) if keys.count(key) > 1)
+
+
+@pytest.mark.parametrize("word", [*normalize.PARTNER_WORDS, *normalize.PARTNER_WORDS_AFTER_MY])
+def test_the_screen_and_the_matcher_read_the_same_partner_words(word: str) -> None:
+    assert normalize.for_matching(f"why do i miss my {word}") == "why do i miss them"
+    found = safety.detect(f"my {word} hit me again")
+    assert found is not None and found.rule == "partner.violence"
