@@ -185,21 +185,31 @@ def test_moderators_write_rules_the_way_the_floor_does(mini_content: Callable[..
     assert (rule.id, rule.level, rule.track) == ("local.bat", Level.CRISIS, Track.OTHERS)
 
 
-def test_a_moderators_non_example_that_fires_is_an_error(mini_content: Callable[..., Path]) -> None:
-    text = MODERATOR.replace("he swung a bat at the ball", "he waved a bat at me")
+@pytest.mark.parametrize(
+    ("old", "new", "needle", "message"),
+    [
+        (
+            "he swung a bat at the ball",
+            "he waved a bat at me",
+            "      - he waved a bat at me",
+            "the non-example 'he waved a bat at me' is caught",
+        ),
+        (
+            "(?:in|on)",
+            "(?:in|on",
+            "      \\bbat (?:in|on (?:his|her) hands?\\b",
+            "the pattern is not a valid regular expression",
+        ),
+    ],
+    ids=["non-example-fires", "bad-line-among-alternatives"],
+)
+def test_a_moderators_mistake_is_named_by_its_own_line(
+    mini_content: Callable[..., Path], old: str, new: str, needle: str, message: str
+) -> None:
+    text = MODERATOR.replace(old, new)
     root = mini_content({"safety/patterns.yml": text})
     _, problems = read_content(root)
-    line = line_of(text, "      - he waved a bat at me")
-    expected = f"{root}/safety/patterns.yml:{line}: error: the non-example 'he waved a bat at me' is caught"
-    assert any(str(problem).startswith(expected) for problem in problems), problems
-
-
-def test_a_bad_line_among_alternatives_is_named_by_its_own_line(mini_content: Callable[..., Path]) -> None:
-    text = MODERATOR.replace("(?:in|on)", "(?:in|on")
-    root = mini_content({"safety/patterns.yml": text})
-    _, problems = read_content(root)
-    line = line_of(text, "      \\bbat (?:in|on (?:his|her) hands?\\b")
-    expected = f"{root}/safety/patterns.yml:{line}: error: the pattern is not a valid regular expression"
+    expected = f"{root}/safety/patterns.yml:{line_of(text, needle)}: error: {message}"
     assert any(str(problem).startswith(expected) for problem in problems), problems
 
 
