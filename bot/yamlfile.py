@@ -1,4 +1,4 @@
-"""YAML files read safely with the line of every key and item, and the field checks shared by every loader."""
+"""Content files as YAML: parsed safely, with the line of every mapping, key and item, and the checks loaders share."""
 
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ MAX_DEPTH = 20
 
 
 class YamlMap(dict):
-    """A YAML mapping that remembers the line of itself and of each key."""
+    """What ``read_yaml`` makes of a mapping: a dict with ``line`` and ``lines`` (the line of each key)."""
 
     line: int = 1
     lines: dict[Any, int]
 
 
 class YamlList(list):
-    """A YAML sequence that remembers the line of itself and of each item."""
+    """What ``read_yaml`` makes of a sequence: a list with ``line`` and ``lines`` (the line of each item)."""
 
     line: int = 1
     lines: list[int]
