@@ -101,20 +101,21 @@ def expand(template: str, macros: Mapping[str, str]) -> str:
     return _MACRO.sub(lambda found: macros[found.group(1)], template)
 
 
-def _lines(value: Any) -> list[tuple[str, int]] | None:
-    """A YAML value as lines, each with its offset from the key's line; ``None`` if it is not text.
+def _lines(value: Any, key_line: int) -> list[tuple[str, int]] | None:
+    """A YAML value as lines of text, each with its line in the file; ``None`` if it is not text.
 
-    A block (``|``) starts on the line after its key; a one-line value sits on the key's line.
+    A list's items are on their own lines; a block (``|``) starts on the line after its key; a
+    one-line value sits on the key's line.
     """
     if isinstance(value, YamlList):
         if not all(isinstance(item, str) for item in value):
             return None
-        return [(item.strip(), line - value.line) for item, line in zip(value, value.lines, strict=True)]
+        return [(item.strip(), line) for item, line in zip(value, value.lines, strict=True)]
     if not isinstance(value, str):
         return None
     if "\n" not in value:
-        return [(value.strip(), 0)]
-    return [(line.strip(), offset) for offset, line in enumerate(value.split("\n"), 1) if line.strip()]
+        return [(value.strip(), key_line)]
+    return [(line.strip(), key_line + offset) for offset, line in enumerate(value.split("\n"), 1) if line.strip()]
 
 
 def compile_rule(
@@ -228,7 +229,7 @@ class RuleReader(FieldReader):
             return {}
         written: dict[str, tuple[str, int]] = {name: (text, 0) for name, text in BUILT_IN_MACROS.items()}
         for name, value in raw.items():
-            lines = _lines(value)
+            lines = _lines(value, raw.lines[name])
             if name in BUILT_IN_MACROS:
                 self.error(path, raw.lines[name], f"the macro {name} comes from bot/normalize.py; choose another name")
             elif not isinstance(name, str) or not MACRO_NAME.match(name):
@@ -303,7 +304,7 @@ class RuleReader(FieldReader):
         values |= {key: self.text(item, key, path, required=False) for key in ("pattern", "phrase")}
         lines: list[tuple[str, int]] | None = None
         if "alternatives" in item:
-            lines = _lines(item["alternatives"])
+            lines = _lines(item["alternatives"], item.lines["alternatives"])
             if lines is None:
                 self.error(
                     path, item.lines["alternatives"], "'alternatives' must be text, one regular expression a line"
@@ -320,7 +321,7 @@ class RuleReader(FieldReader):
         except RuleError as error:
             line = item.lines.get(error.field, item.line)
             if error.item is not None and lines:
-                line += lines[error.item][1]
+                line = lines[error.item][1]
             self.error(path, line, str(error))
             return None
         for key in ("alternatives", "pattern"):

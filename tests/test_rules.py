@@ -213,6 +213,30 @@ def test_a_moderators_mistake_is_named_by_its_own_line(
     assert any(str(problem).startswith(expected) for problem in problems), problems
 
 
+LISTED = """\
+patterns:
+  - id: local.bat
+    category: partner_danger
+    level: crisis
+    alternatives:
+      - \\b<HE> <ADV>(?:swung|waved) (?:a|his|her) bat at me\\b
+      - \\bbat (?:in|on) (?:his|her) hands?\\b
+    examples:
+      - he had a bat in his hand
+"""
+
+
+def test_alternatives_may_be_a_list_and_a_bad_item_is_named_by_its_line(mini_content: Callable[..., Path]) -> None:
+    catalog, problems = read_content(mini_content({"safety/patterns.yml": LISTED}))
+    assert catalog is not None and [rule.id for rule in catalog.safety_rules] == ["local.bat"], problems
+    text = LISTED.replace("(?:in|on)", "(?:in|on")
+    root = mini_content({"safety/patterns.yml": text})
+    _, problems = read_content(root)
+    line = line_of(text, "      - \\bbat (?:in|on (?:his|her) hands?\\b")
+    expected = f"{root}/safety/patterns.yml:{line}: error: the pattern is not a valid regular expression"
+    assert any(str(problem).startswith(expected) for problem in problems), problems
+
+
 def test_macros_expand_inside_a_pattern() -> None:
     rule = rules.compile_rule("local.x", "suicidal", "crisis", pattern=r"\bi <G2>want out\b", macros={"G2": "(?:x )?"})
     assert rule.pattern.pattern == r"\bi (?:x )?want out\b"
