@@ -14,8 +14,9 @@ from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
 from bot.metrics import Metrics
 from bot.models import Escalation
-from bot.spool import Spool, to_json
-from bot.store import Store
+from bot.spool import Spool
+from bot.store import EscalationLog
+from bot.store.codec import to_record
 
 log = logging.getLogger("unhooked.escalations")
 
@@ -33,7 +34,7 @@ class Alerter(Protocol):
 
 def log_line(escalation: Escalation) -> str:
     """The structured log record of an escalation: no message text, no raw ids."""
-    record = json.loads(to_json(escalation))
+    record = to_record(escalation)
     record.pop("excerpt", None)
     return json.dumps({"event": "escalation", **record}, sort_keys=True)
 
@@ -43,7 +44,7 @@ class Escalator:
 
     def __init__(
         self,
-        store: Store,
+        store: EscalationLog,
         spool: Spool | None = None,
         alerter: Alerter | None = None,
         *,
