@@ -24,6 +24,7 @@ from bot.errors import BotError, ConfigError, ContentError
 from bot.lint import TESTS_DIR, lint
 from bot.logs import configure_logging
 from bot.models import Incoming, Level
+from bot.rules import check_floor
 from bot.service import existing_store, migrate, running_service
 from bot.spool import Spool
 from bot.store.backup import Backup
@@ -151,7 +152,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=_run)
 
-    check = command("check", "Check the content files and print every problem as path:line: level: message.")
+    check = command(
+        "check",
+        "Check the crisis screen's floor (bot/floor/floor.yml) and the content files, and print every problem as "
+        "path:line: level: message.",
+    )
     tests_help = "the folder of test sentences (default: tests/conversations in the content folder)"
     check.add_argument("--tests", type=Path, metavar="DIR", help=tests_help)
     check.set_defaults(handler=_check)
@@ -308,6 +313,7 @@ def _here(path: Path) -> Path:
 def _check(args: argparse.Namespace) -> int:
     root = _here(Settings.from_env().content_dir)
     catalog, problems = read_content(root)
+    problems += [replace(problem, path=_here(problem.path)) for problem in check_floor()]
     if catalog is not None:
         problems += lint(catalog, root, args.tests)
     for problem in sorted(problems, key=lambda p: (str(p.path), p.line)):

@@ -14,8 +14,10 @@ from pathlib import Path
 
 from bot import safety
 from bot.health import Faults, describe
-from bot.lexicon import FLOOR, Rule
+from bot.lexicon import Rule
 from bot.models import Detection, Level
+from bot.rules import floor
+from bot.screen import Screened, screen
 
 log = logging.getLogger("unhooked.crisis")
 
@@ -41,7 +43,7 @@ class CrisisScreen:
 
     def __init__(self, model: str | None = None, *, faults: Faults | None = None) -> None:
         self.faults = faults or Faults()
-        self.rules: tuple[Rule, ...] = FLOOR
+        self.rules: tuple[Rule, ...] = floor()  # raises FloorError, with a sentence, if the floor does not compile
         self.model = None
         self.model_state = OFF
         """``loaded``, ``off`` (by setting) or ``failed: ...`` (missing, corrupt or failing), for health."""
@@ -60,22 +62,27 @@ class CrisisScreen:
 
     def detect(self, text: str) -> Detection | None:
         """The most serious detection for ``text`` from the lexicon and, below crisis, the model."""
+        return self.read(text)[1]
+
+    def read(self, text: str) -> tuple[Screened | None, Detection | None]:
+        """The message as the lexicon read it (``None`` if reading failed), and the most serious detection."""
         try:
-            found = safety.detect(text, self.rules)
+            screened = screen(text)
+            found = safety.detect(screened, self.rules)
         except Exception:
             log.exception("the crisis screen failed; answering with crisis resources to be safe")
-            return safety.SCREEN_FAILED
+            return None, safety.SCREEN_FAILED
         if self.model is None or (found is not None and found.level.rank >= Level.CRISIS.rank):
-            return found
+            return screened, found
         try:
             learned = self.model.detect(text)
         except Exception as error:
             log.exception("the learned crisis screen failed on a message; the lexicon's verdict stands")
             self._fail("detect", describe(error))
-            return found
+            return screened, found
         if learned is None or (found is not None and found.level.rank >= learned.level.rank):
-            return found
-        return learned
+            return screened, found
+        return screened, learned
 
     def _fail(self, source: str, detail: str) -> None:
         log.error("learned crisis screen: %s", detail)

@@ -15,7 +15,6 @@ from bot.content import Catalog
 from bot.crisis import CrisisScreen
 from bot.escalation import Escalator
 from bot.health import Faults
-from bot.lexicon import FLOOR
 from bot.matcher import Matcher, MatcherSettings
 from bot.metrics import Metrics
 from bot.models import (
@@ -32,6 +31,7 @@ from bot.models import (
     Suggestion,
     Track,
 )
+from bot.rules import floor
 from bot.sessions import Sessions
 from bot.store import Store
 
@@ -103,10 +103,10 @@ class Engine:
     def use(self, catalog: Catalog | None) -> None:
         """Serve ``catalog`` from the next message on (``None`` serves crisis replies only).
 
-        The crisis screen always runs the floor, plus the catalogue's own safety rules, plus the model.
+        The crisis screen always runs the floor's rules, plus the catalogue's own safety rules, plus the model.
         """
         matcher = Matcher(catalog.phrases(), self._matcher_settings) if catalog else None
-        self.screen.use(FLOOR + catalog.safety_rules if catalog else FLOOR)
+        self.screen.use(floor() + catalog.safety_rules if catalog else floor())
         self.catalog, self.matcher = catalog, matcher
         self.metrics.content_loaded.set(1 if catalog else 0)
         self.metrics.content_intents.set(len(catalog.intents) if catalog else 0)
@@ -139,7 +139,7 @@ class Engine:
         return outcome
 
     async def _handle(self, incoming: Incoming) -> Outcome:
-        detection = self.screen.detect(incoming.text)
+        screened, detection = self.screen.read(incoming.text)
         key = self.user_key(incoming.channel, incoming.user_id)
         now = self._clock()
         self.sessions.count("messages", now)
@@ -150,11 +150,11 @@ class Engine:
         if in_crisis and detection is not None:
             return await self._crisis(incoming, key, now, safety.in_crisis_window(detection), session)
         replies: list[Reply] = []
-        if in_crisis and safety.says_safe(incoming.text):
+        if in_crisis and screened is not None and safety.says_safe(screened):
             session.crisis_level = session.crisis_at = session.crisis_track = None
             in_crisis = False
             replies.append(safety.SAFE_ACK)
-            if safety.only_says_safe(incoming.text):
+            if safety.only_says_safe(screened):
                 self._finish(session, now)
                 return Outcome(tuple(replies))
         elif in_crisis:

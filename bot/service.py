@@ -19,6 +19,7 @@ from bot.health import CONTENT, STORE, Faults, Health, describe
 from bot.lint import check_content
 from bot.metrics import Metrics
 from bot.reload import ContentAlert, ContentWatcher, first_error, log_problems
+from bot.rules import floor
 from bot.spool import Spool
 from bot.store import Store
 from bot.store.backends import open_store
@@ -80,12 +81,14 @@ async def running_service(
 ) -> AsyncIterator[Service]:
     """An engine over the configured content and store, with that store, closed cleanly on exit.
 
-    Broken content or an unusable database do not stop the bot: it starts with what works,
+    A floor file that does not compile stops the start (``FloorError``). Broken content or an unusable
+    database do not stop the bot: it starts with what works,
     logs what does not, and crisis replies go out either way. Content is served only when
     ``check`` finds no error in it, at start as on every reload; edited content files are
     reloaded every ``settings.reload_seconds`` and ``content_alert`` hears of refused reloads. ``metrics``
     lets an adapter register its own metrics before the engine starts; the engine's are added to it.
     """
+    floor()  # the bot does not start without a floor to screen with: FloorError says so in a sentence
     metrics = metrics or Metrics()
     faults = Faults()
     catalog, problems = check_content(settings.content_dir)
