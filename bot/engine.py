@@ -106,6 +106,8 @@ class Engine:
         rules = FLOOR + catalog.safety_rules if catalog else FLOOR
         safety.prepare(rules)  # never raises: a prefilter that cannot be built tries every rule
         self.catalog, self.matcher, self.rules = catalog, matcher, rules
+        categories = {rule.category for rule in rules} | {safety.SCREEN_FAILED.category}
+        self.metrics.serving(catalog.intents if catalog else (), categories)
         self.metrics.content_loaded.set(1 if catalog else 0)
         self.metrics.content_intents.set(len(catalog.intents) if catalog else 0)
 
@@ -164,6 +166,7 @@ class Engine:
         try:
             match, answers = self._answer(incoming, session, calm=in_crisis)
         except Exception:
+            self.metrics.handler_errors.inc("answer")
             log.exception("answering failed; sending an apology")
             match, answers = None, [Reply(APOLOGY, ReplyKind.NOTICE)]
         self._finish(session, now)
@@ -197,6 +200,7 @@ class Engine:
             self.sessions.count(f"escalations.{detection.level.value}", now)
             await self.escalator.record(escalation)
         except Exception:
+            self.metrics.handler_errors.inc("crisis_bookkeeping")
             log.exception("bookkeeping for escalation %s failed; the crisis reply goes out anyway", escalation.id)
         return Outcome((reply,), None, detection, escalation)
 
@@ -207,6 +211,7 @@ class Engine:
         try:
             return redact.excerpt(text)
         except Exception:
+            self.metrics.handler_errors.inc("excerpt")
             log.exception("could not redact an excerpt; the escalation is recorded without one")
             return None
 
@@ -214,6 +219,7 @@ class Engine:
         try:
             return safety.detect(text, self.rules)
         except Exception:
+            self.metrics.handler_errors.inc("screen")
             log.exception("the crisis screen failed; answering with crisis resources to be safe")
             return safety.SCREEN_FAILED
 

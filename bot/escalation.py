@@ -12,7 +12,7 @@ from typing import Protocol
 
 from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
-from bot.metrics import Metrics
+from bot.metrics import LEVELS, Metrics
 from bot.models import Escalation
 from bot.spool import Spool, to_json
 from bot.store import Store
@@ -62,6 +62,12 @@ class Escalator:
         self._owed: set[str] = set()
         """Escalations whose operator alert is not delivered yet (``unhooked_alerts_pending``)."""
         self.metrics.alerts_pending.read = lambda: len(self._owed)
+        self._unacked: dict[str, list[float]] = {level: [] for level in LEVELS}
+        """When each unacknowledged escalation happened, by level, as last read (``refresh_unacked``)."""
+        self.metrics.unacked.read = lambda: {(level,): len(ats) for level, ats in self._unacked.items()}
+        self.metrics.unacked_oldest.read = lambda: {
+            (level,): max(0.0, self._clock() - min(ats)) if ats else 0.0 for level, ats in self._unacked.items()
+        }
 
     async def record(self, escalation: Escalation) -> None:
         """Store the escalation in the database, or the spool if the database does not take it in time."""
@@ -142,11 +148,22 @@ class Escalator:
         self.faults.clear(STORE, "escalation records")
         return moved
 
+    async def refresh_unacked(self) -> list[Escalation]:
+        """Read the unacknowledged escalations for ``unhooked_unacked_escalations``; return them, oldest first."""
+        try:
+            found = await self.store.escalations(unacked=True)
+        except StoreError as error:
+            log.error("cannot read unacknowledged escalations: %s", error)
+            return []
+        self._unacked = {level: [e.at for e in found if e.level.value == level] for level in LEVELS}
+        return found
+
     async def retry_forever(self, every: float = RETRY_EVERY) -> None:
         """Every ``every`` seconds until cancelled: replay the spool into the database, deliver owed alerts."""
         while True:
             await self.replay_spool()
             await self.deliver_owed()
+            await self.refresh_unacked()
             await asyncio.sleep(every)
 
     def _spawn(self, work: Awaitable[None]) -> None:
