@@ -15,9 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot import __version__, evaluate, operators
+from bot import __version__, evaluate, logs, operators
 from bot.adapters.terminal import TerminalChat, stderr_alerter, stderr_content_alert
-from bot.config import Settings, TelegramSettings
+from bot.config import Settings, TelegramSettings, log_format
 from bot.content import read_content
 from bot.conversations import KNOWN_FAILURES, read_sentences
 from bot.engine import Engine, Outcome
@@ -462,9 +462,11 @@ QUIET_LOGGERS = ("aiosqlite", "httpx", "httpcore", "telegram", "apscheduler")
 updates with message text and user ids. They log at WARNING or above whatever ``UNHOOKED_LOG_LEVEL`` says."""
 
 
-def configure_logging(level: str) -> None:
-    """Log to stderr at ``level``; the libraries in ``QUIET_LOGGERS`` never below WARNING."""
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def configure_logging(level: str, kind: str = "text") -> None:
+    """Log to stderr at ``level`` as ``kind`` (text or json); the libraries in ``QUIET_LOGGERS`` never below WARNING."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logs.formatter(kind))
+    logging.basicConfig(level=level.upper(), handlers=[handler])
     floor = max(logging.getLogger().getEffectiveLevel(), logging.WARNING)
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(floor)
@@ -500,8 +502,8 @@ def _backup(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run one command and return its exit status."""
     args = _parser().parse_args(argv)
-    configure_logging(os.environ.get("UNHOOKED_LOG_LEVEL", "WARNING"))
     try:
+        configure_logging(os.environ.get("UNHOOKED_LOG_LEVEL", "WARNING"), log_format())
         return args.handler(args)
     except BotError as error:
         print(f"unhooked: {error}", file=sys.stderr)

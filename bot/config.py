@@ -143,6 +143,21 @@ class Settings:
         return key
 
 
+LOG_FORMATS = ("text", "json")
+
+
+def log_format(env: Mapping[str, str] | None = None) -> str:
+    """``UNHOOKED_LOG_FORMAT``: ``text`` (the default) or ``json``, one object per line."""
+    env = os.environ if env is None else env
+    kind = env.get("UNHOOKED_LOG_FORMAT", "").strip().lower() or "text"
+    if kind not in LOG_FORMATS:
+        raise ConfigError(
+            f"UNHOOKED_LOG_FORMAT must be text or json, e.g. UNHOOKED_LOG_FORMAT=json for one JSON object per line; "
+            f"it is {kind!r}"
+        )
+    return kind
+
+
 def _chat_id(env: Mapping[str, str], name: str, example: str) -> int | None:
     raw = env.get(name, "").strip()
     if not raw:

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
+from bot.logs import FIELDS
 from bot.metrics import LEVELS, Metrics
 from bot.models import Escalation
 from bot.spool import Spool, to_json
@@ -31,11 +32,16 @@ class Alerter(Protocol):
     def __call__(self, escalation: Escalation) -> Awaitable[None]: ...
 
 
-def log_line(escalation: Escalation) -> str:
+def log_fields(escalation: Escalation) -> dict[str, object]:
     """The structured log record of an escalation: no message text, no raw ids."""
     record = json.loads(to_json(escalation))
     record.pop("excerpt", None)
-    return json.dumps({"event": "escalation", **record}, sort_keys=True)
+    return {"event": "escalation", **record}
+
+
+def log_line(escalation: Escalation) -> str:
+    """The log record of an escalation as one line of JSON (its message in the text log format)."""
+    return json.dumps(log_fields(escalation), sort_keys=True)
 
 
 class Escalator:
@@ -71,7 +77,7 @@ class Escalator:
 
     async def record(self, escalation: Escalation) -> None:
         """Store the escalation in the database, or the spool if the database does not take it in time."""
-        log.warning(log_line(escalation))
+        log.warning("%s", log_line(escalation), extra={FIELDS: log_fields(escalation)})
         if self.alerter is not None:
             self._owed.add(escalation.id)
         try:
