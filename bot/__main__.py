@@ -319,7 +319,8 @@ def _explain(engine: Engine, text: str, outcome: Outcome) -> Match | None:
 
 
 def _match(args: argparse.Namespace) -> int:
-    settings = replace(Settings.from_env(), reload_seconds=0)
+    # An in-memory database: a random hashing key, no secret.key written, no spool.
+    settings = replace(Settings.from_env(), reload_seconds=0, db_path=Path(":memory:"))
     # A try-out, not a conversation: its crisis detections are printed, never logged as escalations for operators.
     logging.getLogger("unhooked.escalations").disabled = True
 
@@ -387,7 +388,10 @@ def _eval(args: argparse.Namespace) -> int:
         text, count = evaluate.known_failures_yaml(result)
         (folder / KNOWN_FAILURES).write_text(text, encoding="utf-8")
         print(f"wrote {folder / KNOWN_FAILURES}: {count} known failures", file=sys.stderr)
-    return 0
+    failing = result.gate()
+    if failing:
+        print(f"the accuracy gate fails: {'; '.join(failing)}", file=sys.stderr)
+    return 1 if failing else 0
 
 
 def _operate(args: argparse.Namespace, work: Any) -> int:

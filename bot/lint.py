@@ -15,7 +15,7 @@ Errors and warnings are chosen by what a mistake does to a person reading the bo
   but say nothing false: near-collisions between intents (the matcher's margin rule already turns
   a close call into an honest "which did you mean?"), unused passages, intents without test
   sentences, passages long enough to be a wall of text on a phone.
-* **notes**: facts about the check itself, e.g. an installed package has no test sentences.
+* **notes**: facts about the check itself, e.g. a content folder has no test sentences.
 """
 
 from __future__ import annotations
@@ -223,8 +223,8 @@ def sentence_coverage(catalog: Catalog, sentences: SentenceSet | None, tests_dir
             tests_dir,
             1,
             "note",
-            "there is no test sentences folder here (an installed package ships none), so intents were not"
-            " checked for test sentences; run `check` in a checkout for that",
+            "there is no test sentences folder here, so intents were not checked for test sentences;"
+            " pass --tests DIR with the folder that has them",
         )
         return
     for intent in catalog.intents.values():

@@ -163,3 +163,24 @@ def test_the_suite_fails_when_a_known_failure_passes_or_a_sentence_is_crisis_lan
     assert "overall accuracy is 66.7%, below 92%" in out
     assert "hello is at 50.0% (2/4), below 75%" in out
     assert "intent  sentences  passed  accuracy  precision  fallbacks" in out  # the per-intent table
+
+
+def run_eval(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bot", "eval"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "UNHOOKED_CONTENT_DIR": str(root)},
+        timeout=120,
+        check=False,
+    )
+
+
+def test_eval_exits_non_zero_when_the_gate_fails(mini_content: Mini) -> None:
+    passing = run_eval(mini_content())
+    assert passing.returncode == 0, passing.stderr
+    failing = run_eval(mini_content(with_hello_tests("what is the weather like in paris")))
+    assert failing.returncode == 1, failing.stdout
+    assert "FAILS" in failing.stdout
+    assert "the accuracy gate fails: overall accuracy is 80.0%, below 92%" in failing.stderr
