@@ -8,18 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bot import safety
 from bot.errors import ContentError
 from bot.lexicon import FLOOR, Rule
 from bot.matcher import IntentPhrases
 from bot.models import Example, Intent, Passage, Problem
-
-MAX_FILE_BYTES = 1_000_000
-"""A content file larger than this is refused before parsing."""
-MAX_DEPTH = 20
-"""Content needs a few levels of nesting; deeper data is refused before it can exhaust the stack."""
+from bot.yamlfile import YamlList, YamlMap, read_yaml
 
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 PASSAGE_ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
@@ -30,138 +24,6 @@ PASSAGE_FIELDS = ("id", "text", "section", "source", "follow_ups")
 SAFETY_FIELDS = ("id", "category", "level", "phrase", "pattern", "examples", "note")
 SAFETY_FILE = Path("safety") / "patterns.yml"
 """Moderators' safety patterns, relative to the content root; optional."""
-
-
-class _Map(dict):
-    """A YAML mapping that remembers the line of itself and of each key."""
-
-    line: int = 1
-    lines: dict[Any, int]
-
-
-class _Seq(list):
-    """A YAML sequence that remembers the line of itself and of each item."""
-
-    line: int = 1
-    lines: list[int]
-
-
-class _Loader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that records line numbers and refuses aliases, duplicate keys and deep nesting.
-
-    Aliases are refused before anything is built from them, so an alias bomb ("billion laughs")
-    costs nothing; nesting is capped, so a file of ``[[[[...`` cannot exhaust the stack; and a
-    value that a tag cannot read (``!!float abc``, a 5,000-digit number) becomes a marked error.
-    """
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._depth = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.composer.ComposerError(
-                None, None, "anchors and aliases (&name, *name) are not allowed in content files", event.start_mark
-            )
-        self._depth += 1
-        try:
-            if self._depth > MAX_DEPTH:
-                raise yaml.composer.ComposerError(
-                    None,
-                    None,
-                    f"lists and mappings are nested more than {MAX_DEPTH} levels deep; content needs only a few",
-                    self.peek_event().start_mark,
-                )
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        try:
-            return super().construct_object(node, deep)
-        except yaml.YAMLError:
-            raise
-        except Exception:  # a tag's constructor fails on values it does not expect in many ways
-            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
-            shown = f" {node.value[:40]!r}" if isinstance(node.value, str) else ""
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"the value{shown} cannot be read as {tag}; remove the tag or fix the value",
-                node.start_mark,
-            ) from None
-
-
-def _construct_map(loader: _Loader, node: yaml.MappingNode) -> _Map:
-    loader.flatten_mapping(node)
-    data = _Map()
-    data.line = node.start_mark.line + 1
-    data.lines = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if not isinstance(key, str | int | float | bool) and key is not None:
-            raise yaml.constructor.ConstructorError(None, None, "a key must be plain text", key_node.start_mark)
-        if key in data:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"the key {key!r} appears twice in this mapping", key_node.start_mark
-            )
-        data[key] = loader.construct_object(value_node, deep=True)
-        data.lines[key] = key_node.start_mark.line + 1
-    return data
-
-
-def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> _Seq:
-    data = _Seq(loader.construct_object(child, deep=True) for child in node.value)
-    data.line = node.start_mark.line + 1
-    data.lines = [child.start_mark.line + 1 for child in node.value]
-    return data
-
-
-_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
-_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
-
-YamlMap = _Map
-"""What ``read_yaml`` makes of a mapping: a dict with ``line`` and ``lines`` (the line of each key)."""
-YamlList = _Seq
-"""What ``read_yaml`` makes of a sequence: a list with ``line`` and ``lines`` (the line of each item)."""
-
-
-def read_yaml(path: Path) -> tuple[Any, list[Problem]]:
-    """Parse one YAML file safely; return its data (or ``None``) and any problems."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            return None, [
-                Problem(path, 1, "error", f"the file is {size} bytes; content files must stay under {MAX_FILE_BYTES}")
-            ]
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        return None, [Problem(path, 1, "error", f"the file is not UTF-8 text ({error.reason}); save it as UTF-8")]
-    except OSError as error:
-        return None, [Problem(path, 1, "error", f"the file cannot be read: {error.strerror or error}")]
-    try:
-        return yaml.load(text, Loader=_Loader), []  # noqa: S506 - _Loader is a SafeLoader
-    except yaml.reader.ReaderError as error:
-        line = text.count("\n", 0, max(0, error.position)) + 1
-        code = f"U+{error.character:04X}" if isinstance(error.character, int) else repr(error.character)
-        return None, [
-            Problem(path, line, "error", f"this line holds a character YAML does not allow ({code}); remove it")
-        ]
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = mark.line + 1 if mark else 1
-        reason = error.problem or error.context or "the YAML is malformed"
-        if error.context and error.context_mark and error.problem:
-            reason += f" ({error.context} that starts on line {error.context_mark.line + 1})"
-        hint = (
-            "" if "alias" in reason or "twice" in reason else "; check the indentation, colons and quotes on this line"
-        )
-        return None, [Problem(path, line, "error", f"this is not valid content YAML: {reason}{hint}")]
-    except yaml.YAMLError as error:
-        return None, [Problem(path, 1, "error", f"this is not valid YAML: {error}")]
-    except (RecursionError, MemoryError) as error:  # pragma: no cover - the limits above should make these unreachable
-        return None, [Problem(path, 1, "error", f"this file is too complex to read ({type(error).__name__})")]
 
 
 @dataclass(frozen=True)
@@ -206,7 +68,7 @@ class _Reader:
     def error(self, path: Path, line: int, message: str) -> None:
         self.problems.append(Problem(path, line, "error", message))
 
-    def fields(self, data: _Map, path: Path, allowed: tuple[str, ...], what: str) -> None:
+    def fields(self, data: YamlMap, path: Path, allowed: tuple[str, ...], what: str) -> None:
         for key in data:
             if key not in allowed:
                 self.error(
@@ -215,7 +77,7 @@ class _Reader:
                     f"unknown field {key!r} in {what}; the fields allowed are: {', '.join(allowed)}",
                 )
 
-    def text(self, data: _Map, key: str, path: Path, *, required: bool) -> str | None:
+    def text(self, data: YamlMap, key: str, path: Path, *, required: bool) -> str | None:
         value = data.get(key)
         if value is None:
             if key in data:
@@ -228,7 +90,7 @@ class _Reader:
             return None
         return value.strip()
 
-    def text_list(self, data: _Map, key: str, path: Path, *, required: bool) -> list[tuple[str, int]]:
+    def text_list(self, data: YamlMap, key: str, path: Path, *, required: bool) -> list[tuple[str, int]]:
         value = data.get(key)
         if value is None:
             if key in data:
@@ -238,7 +100,7 @@ class _Reader:
             elif required:
                 self.error(path, data.line, f"{key!r} is missing; add a list of entries under `{key}:`")
             return []
-        if not isinstance(value, _Seq):
+        if not isinstance(value, YamlList):
             self.error(path, data.lines[key], f"{key!r} must be a list, one entry per line starting with '- '")
             return []
         items = []
@@ -251,11 +113,11 @@ class _Reader:
                 )
             else:
                 items.append((item.strip(), line))
-        if required and not items and isinstance(value, _Seq) and not value:
+        if required and not items and isinstance(value, YamlList) and not value:
             self.error(path, data.lines[key], f"{key!r} is empty; add at least one entry")
         return items
 
-    def identifier(self, data: _Map, path: Path, pattern: re.Pattern[str], what: str) -> str | None:
+    def identifier(self, data: YamlMap, path: Path, pattern: re.Pattern[str], what: str) -> str | None:
         value = self.text(data, "id", path, required=True)
         if value is not None and not pattern.match(value):
             self.error(
@@ -265,7 +127,7 @@ class _Reader:
         return value
 
     def intent(self, data: Any, path: Path) -> Intent | None:
-        if not isinstance(data, _Map):
+        if not isinstance(data, YamlMap):
             self.error(path, 1, "an intent file must be a mapping with `id:`, `examples:` and `responses:`")
             return None
         self.fields(data, path, INTENT_FIELDS, "an intent")
@@ -303,7 +165,7 @@ class _Reader:
         return [intent] if intent else []
 
     def passages(self, data: Any, path: Path) -> list[Passage]:
-        if not isinstance(data, _Map) or not isinstance(data.get("passages"), _Seq):
+        if not isinstance(data, YamlMap) or not isinstance(data.get("passages"), YamlList):
             self.error(
                 path, getattr(data, "line", 1), "a response file must have `passages:` followed by a list of passages"
             )
@@ -311,7 +173,7 @@ class _Reader:
         self.fields(data, path, ("passages",), "a response file")
         found = []
         for item, line in zip(data["passages"], data["passages"].lines, strict=True):
-            if not isinstance(item, _Map):
+            if not isinstance(item, YamlMap):
                 self.error(path, line, "each passage must be a mapping with `id:`, `text:` and `section:`")
                 continue
             passage = self.passage(item, path)
@@ -319,7 +181,7 @@ class _Reader:
                 found.append(passage)
         return found
 
-    def passage(self, item: _Map, path: Path) -> Passage | None:
+    def passage(self, item: YamlMap, path: Path) -> Passage | None:
         self.fields(item, path, PASSAGE_FIELDS, "a passage")
         passage_id = self.identifier(item, path, PASSAGE_ID_PATTERN, ", with dots between parts")
         text = self.text(item, "text", path, required=True)
@@ -345,16 +207,16 @@ class _Reader:
 
     def safety_rules(self, data: Any, path: Path) -> list[Rule]:
         """Moderators' crisis-screen rules; each is checked against its own examples."""
-        if data is None or (isinstance(data, _Map) and data.get("patterns") is None and "patterns" in data):
+        if data is None or (isinstance(data, YamlMap) and data.get("patterns") is None and "patterns" in data):
             return []
-        if not isinstance(data, _Map) or not isinstance(data.get("patterns"), _Seq):
+        if not isinstance(data, YamlMap) or not isinstance(data.get("patterns"), YamlList):
             self.error(path, getattr(data, "line", 1), "the safety file must have `patterns:` followed by a list")
             return []
         self.fields(data, path, ("patterns",), "the safety file")
         rules: dict[str, Rule] = {}
         floor_ids = {rule.id for rule in FLOOR}
         for item, line in zip(data["patterns"], data["patterns"].lines, strict=True):
-            if not isinstance(item, _Map):
+            if not isinstance(item, YamlMap):
                 self.error(
                     path,
                     line,
@@ -372,7 +234,7 @@ class _Reader:
             rules[rule.id] = rule
         return list(rules.values())
 
-    def safety_rule(self, item: _Map, path: Path) -> Rule | None:
+    def safety_rule(self, item: YamlMap, path: Path) -> Rule | None:
         self.fields(item, path, SAFETY_FIELDS, "a safety pattern")
         rule_id = self.identifier(item, path, PASSAGE_ID_PATTERN, ", with dots between parts")
         category = self.text(item, "category", path, required=True)
@@ -456,7 +318,7 @@ def _article_title(reader: _Reader, root: Path) -> str:
     reader.problems.extend(problems)
     if problems:
         return ""
-    if not isinstance(data, _Map):
+    if not isinstance(data, YamlMap):
         reader.error(path, 1, "the article file must be a mapping with `title:` and `file:`")
         return ""
     return reader.text(data, "title", path, required=True) or ""

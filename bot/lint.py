@@ -28,11 +28,12 @@ from pathlib import Path
 
 from bot import resources
 from bot.article import Article
-from bot.content import Catalog, FieldReader, YamlList, YamlMap, read_content, read_yaml
+from bot.content import Catalog, FieldReader, read_content
 from bot.conversations import SentenceSet, read_sentences
 from bot.matcher import Matcher, MatcherSettings, tokens_of
 from bot.models import Intent, Problem
 from bot.normalize import for_matching
+from bot.yamlfile import YamlList, YamlMap, read_yaml
 
 log = logging.getLogger("unhooked.lint")
 

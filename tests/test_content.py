@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.content import MAX_FILE_BYTES, load_catalog, read_content
+from bot.content import load_catalog, read_content
 from bot.errors import ContentError
+from bot.yamlfile import MAX_FILE_BYTES
 from tests.conftest import REPO
 
 Writer = Callable[[dict[str, str]], Path]

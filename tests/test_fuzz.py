@@ -16,11 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.content import MAX_DEPTH, MAX_FILE_BYTES, Catalog, read_content, read_yaml
+from bot.content import Catalog, read_content
 from bot.engine import Engine
 from bot.models import Incoming, ReplyKind
 from bot.normalize import MAX_CHARS
 from bot.store import MemoryStore
+from bot.yamlfile import MAX_DEPTH, MAX_FILE_BYTES, read_yaml
 from tests.conftest import SECRET
 
 # Every code point, lone surrogates and unassigned ones included: what a JSON update may carry.

@@ -1,0 +1,147 @@
+"""YAML for content files: a safe loader that remembers the line of every mapping, key and item."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bot.models import Problem
+
+MAX_FILE_BYTES = 1_000_000
+"""A content file larger than this is refused before parsing."""
+MAX_DEPTH = 20
+"""Content needs a few levels of nesting; deeper data is refused before it can exhaust the stack."""
+
+
+class _Map(dict):
+    """A YAML mapping that remembers the line of itself and of each key."""
+
+    line: int = 1
+    lines: dict[Any, int]
+
+
+class _Seq(list):
+    """A YAML sequence that remembers the line of itself and of each item."""
+
+    line: int = 1
+    lines: list[int]
+
+
+class _Loader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that records line numbers and refuses aliases, duplicate keys and deep nesting.
+
+    Aliases are refused before anything is built from them, so an alias bomb ("billion laughs")
+    costs nothing; nesting is capped, so a file of ``[[[[...`` cannot exhaust the stack; and a
+    value that a tag cannot read (``!!float abc``, a 5,000-digit number) becomes a marked error.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, "anchors and aliases (&name, *name) are not allowed in content files", event.start_mark
+            )
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"lists and mappings are nested more than {MAX_DEPTH} levels deep; content needs only a few",
+                    self.peek_event().start_mark,
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except yaml.YAMLError:
+            raise
+        except Exception:  # a tag's constructor fails on values it does not expect in many ways
+            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+            shown = f" {node.value[:40]!r}" if isinstance(node.value, str) else ""
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"the value{shown} cannot be read as {tag}; remove the tag or fix the value",
+                node.start_mark,
+            ) from None
+
+
+def _construct_map(loader: _Loader, node: yaml.MappingNode) -> _Map:
+    loader.flatten_mapping(node)
+    data = _Map()
+    data.line = node.start_mark.line + 1
+    data.lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if not isinstance(key, str | int | float | bool) and key is not None:
+            raise yaml.constructor.ConstructorError(None, None, "a key must be plain text", key_node.start_mark)
+        if key in data:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"the key {key!r} appears twice in this mapping", key_node.start_mark
+            )
+        data[key] = loader.construct_object(value_node, deep=True)
+        data.lines[key] = key_node.start_mark.line + 1
+    return data
+
+
+def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> _Seq:
+    data = _Seq(loader.construct_object(child, deep=True) for child in node.value)
+    data.line = node.start_mark.line + 1
+    data.lines = [child.start_mark.line + 1 for child in node.value]
+    return data
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+
+YamlMap = _Map
+"""What ``read_yaml`` makes of a mapping: a dict with ``line`` and ``lines`` (the line of each key)."""
+YamlList = _Seq
+"""What ``read_yaml`` makes of a sequence: a list with ``line`` and ``lines`` (the line of each item)."""
+
+
+def read_yaml(path: Path) -> tuple[Any, list[Problem]]:
+    """Parse one YAML file safely; return its data (or ``None``) and any problems."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return None, [
+                Problem(path, 1, "error", f"the file is {size} bytes; content files must stay under {MAX_FILE_BYTES}")
+            ]
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        return None, [Problem(path, 1, "error", f"the file is not UTF-8 text ({error.reason}); save it as UTF-8")]
+    except OSError as error:
+        return None, [Problem(path, 1, "error", f"the file cannot be read: {error.strerror or error}")]
+    try:
+        return yaml.load(text, Loader=_Loader), []  # noqa: S506 - _Loader is a SafeLoader
+    except yaml.reader.ReaderError as error:
+        line = text.count("\n", 0, max(0, error.position)) + 1
+        code = f"U+{error.character:04X}" if isinstance(error.character, int) else repr(error.character)
+        return None, [
+            Problem(path, line, "error", f"this line holds a character YAML does not allow ({code}); remove it")
+        ]
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line = mark.line + 1 if mark else 1
+        reason = error.problem or error.context or "the YAML is malformed"
+        if error.context and error.context_mark and error.problem:
+            reason += f" ({error.context} that starts on line {error.context_mark.line + 1})"
+        hint = (
+            "" if "alias" in reason or "twice" in reason else "; check the indentation, colons and quotes on this line"
+        )
+        return None, [Problem(path, line, "error", f"this is not valid content YAML: {reason}{hint}")]
+    except yaml.YAMLError as error:
+        return None, [Problem(path, 1, "error", f"this is not valid YAML: {error}")]
+    except (RecursionError, MemoryError) as error:  # pragma: no cover - the limits above should make these unreachable
+        return None, [Problem(path, 1, "error", f"this file is too complex to read ({type(error).__name__})")]
