@@ -15,14 +15,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot import __version__, evaluate, logs, operators
+from bot import __version__, checking, evaluate, logs, operators
 from bot.adapters.terminal import TerminalChat, stderr_alerter, stderr_content_alert
 from bot.config import Settings, TelegramSettings, log_format
 from bot.content import read_content
 from bot.conversations import KNOWN_FAILURES, read_sentences
 from bot.engine import Engine, Outcome
 from bot.errors import BotError, ConfigError, ContentError
-from bot.lint import TESTS_DIR, lint
+from bot.lint import TESTS_DIR
 from bot.matcher import tokens_of
 from bot.models import Incoming, Level, Match
 from bot.service import running_engine
@@ -47,7 +47,8 @@ SIGTERM or Ctrl-C stops cleanly: updates already fetched are answered first.""",
     "check": """examples:
   python -m bot check
   UNHOOKED_CONTENT_DIR=../my-content python -m bot check
-  python -m bot check --tests ../my-content/tests/conversations""",
+  python -m bot check --tests ../my-content/tests/conversations
+  python -m bot check --json --fail-on-warnings   # in CI""",
     "eval": """examples:
   python -m bot eval
   python -m bot eval --json > eval.json
@@ -150,6 +151,10 @@ def _parser() -> argparse.ArgumentParser:
     check = command("check", "Check the content files and print every problem as path:line: level: message.")
     tests_help = "the folder of test sentences (default: tests/conversations in the content folder)"
     check.add_argument("--tests", type=Path, metavar="DIR", help=tests_help)
+    check.add_argument("--json", action="store_true", help="print one JSON document: every problem and the counts")
+    check.add_argument(
+        "--fail-on-warnings", action="store_true", help="exit 1 on warnings too, not only on errors (for CI)"
+    )
     check.set_defaults(handler=_check)
 
     run_eval = command("eval", "Run every test sentence: accuracy per intent, confusions, and a threshold sweep.")
@@ -349,23 +354,9 @@ def _here(path: Path) -> Path:
 
 def _check(args: argparse.Namespace) -> int:
     root = _here(Settings.from_env().content_dir)
-    catalog, problems = read_content(root)
-    if catalog is not None:
-        problems += lint(catalog, root, args.tests)
-    for problem in sorted(problems, key=lambda p: (str(p.path), p.line)):
-        print(problem)
-    counts = {level: sum(p.level == level for p in problems) for level in ("error", "warning", "note")}
-    summary = f"{counts['error']} errors, {counts['warning']} warnings" + (
-        f", {counts['note']} notes" if counts["note"] else ""
-    )
-    if catalog is not None:
-        print(
-            f"{len(catalog.intents)} intents, {len(catalog.passages)} passages, "
-            f"{len(catalog.safety_rules)} safety patterns: {summary}"
-        )
-    else:
-        print(f"content did not load: {summary}")
-    return 1 if counts["error"] else 0
+    report = checking.check(root, args.tests)
+    sys.stdout.write(report.as_json() if args.json else report.as_text())
+    return report.exit_code(fail_on_warnings=args.fail_on_warnings)
 
 
 def _eval(args: argparse.Namespace) -> int:
