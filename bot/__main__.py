@@ -1,4 +1,4 @@
-"""Command line: ``python -m bot chat|match|check|eval|run|escalations|purge|backup``; the only place that exits."""
+"""Command line: every ``python -m bot`` command (chat, match, check, eval, run, ...); the only place that exits."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot import __version__, checking, evaluate, logs, operators
+from bot import __version__, backups, checking, evaluate, logs, operators
 from bot.adapters.terminal import TerminalChat, stderr_alerter, stderr_content_alert
 from bot.config import Settings, TelegramSettings, log_format
 from bot.content import read_content
@@ -27,7 +27,7 @@ from bot.matcher import tokens_of
 from bot.models import Incoming, Level, Match
 from bot.service import running_engine
 from bot.spool import Spool
-from bot.store import Backup, MemoryStore, SqliteStore
+from bot.store import MemoryStore
 
 EXAMPLES = {
     "chat": """examples:
@@ -82,6 +82,10 @@ SIGTERM or Ctrl-C stops cleanly: updates already fetched are answered first.""",
     "backup": """examples:
   python -m bot backup backups/unhooked-$(date +%F).sqlite3
   UNHOOKED_DB=/data/unhooked.sqlite3 python -m bot backup /data/backups/latest.sqlite3 --force""",
+    "restore": """examples:
+  systemctl stop unhooked
+  UNHOOKED_DB=/var/lib/unhooked/unhooked.sqlite3 python -m bot restore backups/unhooked-2025-01-31.sqlite3 --force
+  systemctl start unhooked""",
 }
 
 
@@ -221,6 +225,16 @@ def _parser() -> argparse.ArgumentParser:
     backup.add_argument("--force", action="store_true", help="replace PATH if it already exists")
     backup.add_argument("--db", type=Path, help="the database to back up (default: UNHOOKED_DB)")
     backup.set_defaults(handler=_backup)
+
+    restore = command(
+        "restore",
+        "Put a backup back as the database (UNHOOKED_DB) while the bot is stopped: checked, the database it "
+        "replaces kept beside it, then migrated forward.",
+    )
+    restore.add_argument("path", type=Path, help="the backup file, as `backup` wrote it")
+    restore.add_argument("--force", action="store_true", help="replace an existing database (it is kept first)")
+    restore.add_argument("--db", type=Path, help="the database to restore to (default: UNHOOKED_DB)")
+    restore.set_defaults(handler=_restore)
     return parser
 
 
@@ -467,30 +481,24 @@ def configure_logging(level: str, kind: str = "text") -> None:
         logging.getLogger(name).setLevel(floor)
 
 
-def _size(size: int) -> str:
-    if size < 1000:
-        return f"{size} bytes"
-    return f"{size / 1e3:.1f} KB" if size < 1_000_000 else f"{size / 1e6:.1f} MB"
-
-
 def _backup(args: argparse.Namespace) -> int:
     settings = Settings.from_env().with_db(args.db)
-    if str(settings.db_path) == ":memory:":
-        raise ConfigError("an in-memory database has nothing to back up; set UNHOOKED_DB or --db to the database file")
-
-    async def run() -> Backup:
-        async with SqliteStore(settings.db_path, migrate=False) as store:
-            return await store.backup(args.path, overwrite=args.force)
-
     print(f"backing up {settings.db_path} to {args.path} ...", flush=True)
-    done = asyncio.run(run())
-    rows = ", ".join(f"{table.replace('_', ' ')} {count}" for table, count in done.rows.items())
-    latest = done.migrations[-1] if done.migrations else "none"
-    print(f"wrote {done.path}: {_size(done.size)}, {rows}; migrations up to {latest}; integrity check ok")
-    print(
-        "Keep it where only operators can read it. Restored, its sessions link to people only with the same "
-        "UNHOOKED_SECRET (or the secret.key beside the database)."
-    )
+    done = asyncio.run(backups.backup(settings.db_path, args.path, force=args.force))
+    print(f"wrote {done.path}: {backups.describe(done)}")
+    print(f"Keep it where only operators can read it. {backups.SAME_KEY_NOTE}")
+    return 0
+
+
+def _restore(args: argparse.Namespace) -> int:
+    settings = Settings.from_env().with_db(args.db)
+    done = asyncio.run(backups.restore(args.path, settings.db_path, force=args.force))
+    if done.kept is not None:
+        print(f"kept the database it replaces as {done.kept}")
+    print(f"restored {args.path} to {done.copy.path}: {backups.describe(done.copy)}")
+    if done.migrated:
+        print(f"then migrated it forward: {', '.join(done.migrated)}")
+    print(backups.SAME_KEY_NOTE)
     return 0
 
 

@@ -1,0 +1,121 @@
+"""``backup`` and ``restore``: the SQLite database copied out while the bot runs, and back in while it is stopped."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from bot.errors import ConfigError, StoreError
+from bot.store import MIGRATIONS, Backup, SqliteStore
+
+SAME_KEY_NOTE = (
+    "Restored, its sessions link to people only with the same UNHOOKED_SECRET (or the secret.key beside the database)."
+)
+
+
+def size_text(size: int) -> str:
+    """A file size for people: bytes, KB or MB."""
+    if size < 1000:
+        return f"{size} bytes"
+    return f"{size / 1e3:.1f} KB" if size < 1_000_000 else f"{size / 1e6:.1f} MB"
+
+
+def describe(done: Backup) -> str:
+    """What a copy holds: size, rows per table, its latest migration."""
+    rows = ", ".join(f"{table.replace('_', ' ')} {count}" for table, count in done.rows.items())
+    latest = done.migrations[-1] if done.migrations else "none"
+    return f"{size_text(done.size)}, {rows}; migrations up to {latest}; integrity check ok"
+
+
+def _live(db_path: Path) -> Path:
+    if str(db_path) == ":memory:":
+        raise ConfigError("an in-memory database has nothing to copy; set UNHOOKED_DB or --db to the database file")
+    return db_path
+
+
+async def backup(db_path: Path, target: Path, *, force: bool = False) -> Backup:
+    """Copy the live database at ``db_path`` to ``target`` (SQLite's online backup; see ``Store.backup``)."""
+    async with SqliteStore(_live(db_path), migrate=False) as store:
+        return await store.backup(target, overwrite=force)
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What a restore did."""
+
+    copy: Backup
+    """The database now at ``UNHOOKED_DB``, as checked before it was moved into place."""
+    kept: Path | None
+    """Where the database it replaced was kept, if there was one."""
+    migrated: tuple[str, ...]
+    """Migrations applied after the restore (a backup from an older version moves forward)."""
+
+
+def _stage(source: Path, staged: Path) -> None:
+    """Copy the backup, read-only, to a private file beside the target (the backup itself is never written)."""
+    try:
+        with (
+            sqlite3.connect(f"file:{quote(str(source.resolve()))}?mode=ro", uri=True) as reading,
+            sqlite3.connect(staged) as writing,
+        ):
+            reading.backup(writing)
+        reading.close()
+        writing.close()
+    except sqlite3.Error as error:
+        raise StoreError(f"{source} cannot be read as a SQLite database ({error}); is it a backup?") from None
+    os.chmod(staged, 0o600)
+
+
+async def restore(source: Path, db_path: Path, *, force: bool = False, now: float | None = None) -> Restored:
+    """Put the backup ``source`` at ``db_path``: checked, the replaced database kept beside it, then migrated.
+
+    The bot must be stopped: a database still open elsewhere (its ``-wal`` file stays after this command
+    closes it) is refused. An existing database is replaced only with ``force``, and kept as
+    ``<name>.before-restore-<UTC time>`` first.
+    """
+    target = _live(db_path)
+    if not source.is_file():
+        raise ConfigError(f"there is no backup at {source}; give the path of a file `python -m bot backup` wrote")
+    if target.exists() and not force:
+        raise ConfigError(
+            f"{target} already exists; stop the bot, then add --force to replace it (it is kept beside it first)"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staged = target.with_name(f".{target.name}.restoring-{os.getpid()}")
+    try:
+        _stage(source, staged)
+        async with SqliteStore(staged, migrate=False) as copy:
+            unknown = sorted(set(await copy.applied_migrations()) - {m.name for m in MIGRATIONS})
+            if unknown:
+                raise StoreError(
+                    f"{source} was written by a newer version of Unhooked (migration {unknown[0]}); "
+                    "restore it with that version or a later one"
+                )
+            kept = await _keep(target, now if now is not None else time.time())
+            done = await copy.backup(target, overwrite=True)
+    finally:
+        for leftover in (staged, staged.with_name(staged.name + "-wal"), staged.with_name(staged.name + "-shm")):
+            leftover.unlink(missing_ok=True)
+    async with SqliteStore(target) as restored:
+        applied = await restored.applied_migrations()
+    return Restored(done, kept, tuple(name for name in applied if name not in done.migrations))
+
+
+async def _keep(target: Path, now: float) -> Path | None:
+    """Copy the database about to be replaced beside it; refuse if another process still has it open."""
+    if not target.exists():
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+    kept = target.with_name(f"{target.name}.before-restore-{stamp}")
+    async with SqliteStore(target, migrate=False) as live:
+        await live.backup(kept)
+    if target.with_name(target.name + "-wal").exists():  # the last connection to close removes it
+        raise StoreError(
+            f"{target} is still open in another process (its -wal file stays); stop the bot first, then restore "
+            f"(the current database was copied to {kept})"
+        )
+    return kept
