@@ -41,6 +41,11 @@ def parse(text: str) -> dict[str, dict[str, float]]:
     return families
 
 
+def counted(text: str) -> dict[str, dict[str, float]]:
+    """The samples of a text exposition that are not 0: what was counted, without the series shown at 0."""
+    return {family: {key: value for key, value in found.items() if value} for family, found in parse(text).items()}
+
+
 def test_counters_gauges_and_histograms_render_as_prometheus_text() -> None:
     registry = Registry()
     hits = registry.counter("demo_hits_total", "Hits.", ("kind",))
