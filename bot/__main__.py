@@ -62,8 +62,9 @@ SIGTERM or Ctrl-C stops cleanly: updates already fetched are answered first.""",
     "purge": """examples:
   python -m bot purge
   UNHOOKED_RETENTION_DAYS=14 python -m bot purge --db /var/lib/unhooked/unhooked.sqlite3
-  # from cron, every night at 03:15:
-  15 3 * * * cd /srv/unhooked && .venv/bin/python -m bot purge""",
+  python -m bot purge --include-unacked   # unacknowledged escalations too
+
+A running bot purges by itself once a UTC day; this command is for a stopped bot or a one-off.""",
     "escalations list": """examples:
   python -m bot escalations list
   python -m bot escalations list --since 24h --level imminent --unacked
@@ -214,6 +215,11 @@ def _parser() -> argparse.ArgumentParser:
 
     purge = with_db(command("purge", "Delete escalation details and idle sessions past retention; keep daily counts."))
     purge.add_argument("--days", type=int, help="keep this many days (default: UNHOOKED_RETENTION_DAYS, or 30)")
+    purge.add_argument(
+        "--include-unacked",
+        action="store_true",
+        help="also delete escalations nobody has acknowledged (kept, and reported, without it)",
+    )
     purge.set_defaults(handler=_purge)
 
     backup = command(
@@ -463,7 +469,10 @@ def _purge(args: argparse.Namespace) -> int:
     days = Settings.from_env().retention_days if args.days is None else args.days
     if days <= 0:
         raise ConfigError(f"--days must be greater than zero, e.g. --days 30; it is {days}")
-    return _operate(args, lambda store, spool: operators.purge_text(store, days, time.time()))
+    return _operate(
+        args,
+        lambda store, spool: operators.purge_text(store, days, time.time(), include_unacked=args.include_unacked),
+    )
 
 
 QUIET_LOGGERS = ("aiosqlite", "httpx", "httpcore", "telegram", "apscheduler")

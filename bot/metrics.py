@@ -291,6 +291,11 @@ class Metrics:
         self.reloads = registry.counter(
             "unhooked_content_reloads_total", "Content reloads, by result (applied, refused).", ("result",)
         ).zero(("applied",), ("refused",))
+        self.retention_runs = registry.counter(
+            "unhooked_retention_runs_total",
+            "Daily purges of what is past retention run by this process, by result (done, failed).",
+            ("result",),
+        ).zero(("done",), ("failed",))
         self.content_loaded = registry.gauge(
             "unhooked_content_loaded", "1 while content is served, 0 while only crisis replies and notices can be sent."
         )

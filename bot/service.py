@@ -17,6 +17,7 @@ from bot.health import CONTENT, STORE, Faults, Health, describe
 from bot.lint import check_content
 from bot.metrics import Metrics
 from bot.reload import ContentAlert, ContentWatcher, first_error, log_problems
+from bot.retention import Retention, RunLock
 from bot.spool import Spool
 from bot.store import MemoryStore, Store, open_store
 
@@ -63,6 +64,7 @@ async def running_engine(
     alerter: Alerter | None = None,
     content_alert: ContentAlert | None = None,
     metrics: Metrics | None = None,
+    lock: RunLock | None = None,
 ) -> AsyncIterator[Engine]:
     """An engine over the configured content and store, closed cleanly on exit.
 
@@ -71,6 +73,8 @@ async def running_engine(
     ``check`` finds no error in it, at start as on every reload; edited content files are
     reloaded every ``settings.reload_seconds`` and ``content_alert`` hears of refused reloads. ``metrics``
     lets an adapter register its own metrics before the engine starts; the engine's are added to it.
+    Once a UTC day the bot purges what is past ``settings.retention_days`` (``bot.retention``); ``lock`` lets
+    one of several processes sharing a database do it (the default suits one process).
     """
     metrics = metrics or Metrics()
     faults = Faults()
@@ -85,6 +89,8 @@ async def running_engine(
     escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults)
     engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts)
     retry = asyncio.create_task(escalator.retry_forever(), name="escalation-retry")
+    retention = Retention(store, settings.retention_days, lock, metrics=metrics)
+    purging = asyncio.create_task(retention.run_forever(), name="retention")
     watcher = None
     if settings.reload_seconds > 0:
         watcher = ContentWatcher(
@@ -96,8 +102,9 @@ async def running_engine(
     finally:
         if watcher is not None:
             await watcher.aclose()
-        retry.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await retry
+        for task in (retry, purging):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await engine.aclose()
         await store.close()

@@ -42,6 +42,8 @@ class Purged:
     sessions: int
     days: tuple[str, ...]
     """The UTC days whose escalations were folded into counts."""
+    kept: int = 0
+    """Escalations past retention kept because nobody has acknowledged them (``keep_unacked``)."""
 
 
 @dataclass(frozen=True)
@@ -173,9 +175,10 @@ class Store(ABC):
         """Every anonymous daily counter from ``first_day`` on (all days for ``None``), by (day, name)."""
 
     @abstractmethod
-    async def purge(self, before: float) -> Purged:
+    async def purge(self, before: float, *, keep_unacked: bool = False) -> Purged:
         """Fold escalations older than ``before`` into anonymous daily counts, delete them and idle sessions.
 
+        ``keep_unacked`` keeps the escalations nobody has acknowledged yet (and counts them in ``kept``).
         One transaction: a purge that fails leaves everything as it was, and running it again is harmless.
         """
 
@@ -362,8 +365,9 @@ class MemoryStore(Store):
     async def all_counts(self, first_day: str | None = None) -> dict[tuple[str, str], int]:
         return {key: value for key, value in sorted(self._counts.items()) if first_day is None or key[0] >= first_day}
 
-    async def purge(self, before: float) -> Purged:
-        old = [e for e in self._escalations.values() if e.at < before]
+    async def purge(self, before: float, *, keep_unacked: bool = False) -> Purged:
+        past = [e for e in self._escalations.values() if e.at < before]
+        old = [e for e in past if not keep_unacked or e.acked_by is not None]
         self._counts.update(Counter((day_of(e.at), folded_count_name(e)) for e in old))
         for escalation in old:
             del self._escalations[escalation.id]
@@ -371,7 +375,7 @@ class MemoryStore(Store):
         idle = [key for key, session in self._sessions.items() if session.last_seen < before]
         for key in idle:
             del self._sessions[key]
-        return Purged(len(old), len(idle), tuple(sorted({day_of(e.at) for e in old})))
+        return Purged(len(old), len(idle), tuple(sorted({day_of(e.at) for e in old})), len(past) - len(old))
 
     async def record_updates(self, updates: Sequence[tuple[int, str]], at: float) -> list[int]:
         raw = dict(updates)
@@ -1009,18 +1013,22 @@ class SqliteStore(Store):
             return {(day, name): value async for day, name, value in cursor}
 
     @_shielded
-    async def purge(self, before: float) -> Purged:
+    async def purge(self, before: float, *, keep_unacked: bool = False) -> Purged:
         async with self._guard("purge old records"), self._transaction():
-            old = await self._select_escalations("at < ?", (before,), None)
+            past = await self._select_escalations("at < ?", (before,), None)
+            old = [e for e in past if not keep_unacked or e.acked_by is not None]
             counts = Counter((day_of(e.at), folded_count_name(e)) for e in old)
             await self.db.executemany(
                 "INSERT INTO daily_counts (day, name, value) VALUES (?, ?, ?)"
                 " ON CONFLICT (day, name) DO UPDATE SET value = value + excluded.value",
                 [(day, name, value) for (day, name), value in counts.items()],
             )
-            await self.db.execute("DELETE FROM escalations WHERE at < ?", (before,))
+            await self.db.execute(
+                "DELETE FROM escalations WHERE at < ? AND (? = 0 OR acked_by IS NOT NULL)", (before, int(keep_unacked))
+            )
             sessions = await self.db.execute("DELETE FROM sessions WHERE last_seen < ?", (before,))
-        return Purged(len(old), sessions.rowcount, tuple(sorted({day_of(e.at) for e in old})))
+        kept = len(past) - len(old)
+        return Purged(len(old), sessions.rowcount, tuple(sorted({day_of(e.at) for e in old})), kept)
 
     async def backup(self, target: Path, *, overwrite: bool = False) -> Backup:
         live = None if str(self.path) == ":memory:" else self.path

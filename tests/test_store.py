@@ -221,6 +221,15 @@ class TestStoreContract:
         assert await store.purge(30 * day) == Purged(0, 0, ())
         assert len(await store.all_counts()) == 3
 
+    async def test_purge_can_keep_escalations_nobody_has_acknowledged(self, store: Store) -> None:
+        day = 86400.0
+        await store.record_escalations([escalation("seen", at=1 * day), escalation("waiting", at=1 * day + 60)])
+        await store.acknowledge("seen", "sam", 2 * day)
+        result = await store.purge(30 * day, keep_unacked=True)
+        assert (result.escalations, result.kept) == (1, 1)
+        assert [e.id for e in await store.escalations()] == ["waiting"]
+        assert await store.all_counts() == {("1970-01-02", "escalations.crisis.suicidal"): 1}
+
     async def test_a_backup_holds_everything_stored(self, store: Store, tmp_path: Path) -> None:
         await store.save_sessions([session("k1"), session("k2", crisis_level=Level.CRISIS, crisis_at=150.0)])
         await store.record_escalations([escalation("b", at=200.0), escalation("a")])
