@@ -1,0 +1,172 @@
+"""The learned crisis screen at run time: ONNX Runtime and ``tokenizers``, no PyTorch."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bot.lexicon import CONFUSABLES, TRACKS
+from bot.model.corpus import LABELS, NONE
+from bot.models import Detection, Level, Track
+from bot.normalize import fold
+
+log = logging.getLogger("unhooked.model")
+
+FILES = Path(__file__).parent / "files"
+"""Where the package keeps the shipped model: ``crisis.onnx``, ``tokenizer.json`` and ``card.json``."""
+MODEL, TOKENIZER, CARD = "crisis.onnx", "tokenizer.json", "card.json"
+MAX_TOKENS = 128
+"""A message up to this many tokens is read whole; a longer one in overlapping windows."""
+WINDOW, STRIDE = 64, 48
+"""Tokens per window of a long message, and how far each window starts after the one before."""
+IMMINENT_CATEGORIES = frozenset({"attempt"})
+"""Categories whose confident detection is imminent: an attempt told by what was done calls for 911 too."""
+CONCERN_CATEGORIES = frozenset({"hopelessness"})
+"""Categories that stay a gentle check-in however confident the model is (risk factors, not ideation)."""
+
+_REPEATS = re.compile(r"(.)\1{2,}")
+
+
+class ModelError(RuntimeError):
+    """The model files are missing, unreadable or not the ones their card describes."""
+
+
+def model_text(text: str) -> str:
+    """The text as the model reads it, in training and at run time alike: folded, look-alikes undone, runs cut."""
+    return _REPEATS.sub(r"\1\1", fold(text).translate(CONFUSABLES))
+
+
+@dataclass(frozen=True)
+class Card:
+    """What ``card.json`` records about the shipped model: labels, thresholds and how it was made."""
+
+    labels: tuple[str, ...]
+    concern: float
+    """A crisis score at or above this gets the gentle check-in that asks about suicide and names 988."""
+    crisis: float
+    """A crisis score at or above this gets the crisis reply and an escalation."""
+    others: float
+    """The share of the crisis score on the partner-danger track above which the reply shows that track too."""
+    model_sha256: str
+    version: str
+    raw: dict[str, object]
+
+    @classmethod
+    def read(cls, path: Path) -> Card:
+        """Read and check ``card.json``; raises ``ModelError`` with a sentence."""
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            card = cls(
+                tuple(raw["labels"]),
+                float(raw["thresholds"]["concern"]),
+                float(raw["thresholds"]["crisis"]),
+                float(raw["thresholds"]["others"]),
+                str(raw["model_sha256"]),
+                str(raw["version"]),
+                raw,
+            )
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ModelError(f"{path} cannot be read as the model's card: {error}") from None
+        if card.labels != LABELS:
+            raise ModelError(f"{path} names labels {card.labels}, but this version predicts {LABELS}")
+        if not 0 < card.concern <= card.crisis < 1:
+            raise ModelError(f"{path}: thresholds must satisfy 0 < concern <= crisis < 1")
+        return card
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The model's reading of one message: its crisis score and the most likely category."""
+
+    score: float
+    """One minus the probability of "not a crisis", in the window that scored highest."""
+    category: str
+    others: float
+    """The share of that window's crisis probability on the partner-danger track."""
+
+
+class CrisisModel:
+    """The encoder and its crisis head, loaded once per process; ``detect`` adds to the lexicon, never lowers it."""
+
+    def __init__(self, folder: Path = FILES) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        self.card = Card.read(folder / CARD)
+        try:
+            blob = (folder / MODEL).read_bytes()
+        except OSError as error:
+            raise ModelError(f"{folder / MODEL} cannot be read: {error}") from None
+        if hashlib.sha256(blob).hexdigest() != self.card.model_sha256:
+            raise ModelError(f"{folder / MODEL} is not the model its card describes (the checksum differs)")
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = options.inter_op_num_threads = 1
+        try:
+            self._session = onnxruntime.InferenceSession(blob, options, providers=["CPUExecutionProvider"])
+            self._tokenizer = Tokenizer.from_file(str(folder / TOKENIZER))
+        except Exception as error:
+            raise ModelError(f"the model in {folder} cannot be loaded: {error}") from None
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+        self._cls, self._sep = self._tokenizer.token_to_id("[CLS]"), self._tokenizer.token_to_id("[SEP]")
+        self._tracks = np.array([TRACKS.get(label) is Track.OTHERS for label in LABELS])
+
+    def _windows(self, text: str) -> list[list[int]]:
+        ids = self._tokenizer.encode(model_text(text), add_special_tokens=False).ids
+        if len(ids) <= MAX_TOKENS - 2:
+            return [[self._cls, *ids, self._sep]]
+        starts = range(0, max(len(ids) - WINDOW, 0) + STRIDE, STRIDE)
+        return [[self._cls, *ids[start : start + WINDOW], self._sep] for start in starts]
+
+    def _run(self, windows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        longest = max(len(window) for window in windows)
+        ids = np.zeros((len(windows), longest), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, window in enumerate(windows):
+            ids[row, : len(window)] = window
+            mask[row, : len(window)] = 1
+        probs, embeddings = self._session.run(None, {"input_ids": ids, "attention_mask": mask})
+        return probs, embeddings
+
+    def probabilities(self, texts: list[str]) -> np.ndarray:
+        """Each text's label probabilities, from its highest-scoring window (rows in ``LABELS`` order)."""
+        windows = [self._windows(text) for text in texts]
+        probs, _ = self._run([window for group in windows for window in group])
+        rows, at = [], 0
+        for group in windows:
+            chunk = probs[at : at + len(group)]
+            rows.append(chunk[int(np.argmin(chunk[:, 0]))])
+            at += len(group)
+        return np.array(rows)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Unit-length sentence embeddings (mean-pooled, one row per text; a long text by its first window)."""
+        _, embeddings = self._run([self._windows(text)[0] for text in texts])
+        return embeddings
+
+    def assess(self, text: str) -> Assessment:
+        """The crisis score and category of one message."""
+        row = self.probabilities([text])[0]
+        score = float(1.0 - row[0])
+        category = LABELS[1 + int(np.argmax(row[1:]))]
+        others = float(row[self._tracks].sum() / score) if score > 0 else 0.0
+        return Assessment(score, category, others)
+
+    def detect(self, text: str) -> Detection | None:
+        """The model's detection for ``text``, or ``None`` below the concern threshold."""
+        found = self.assess(text)
+        card = self.card
+        if found.score < card.concern or found.category == NONE:
+            return None
+        if found.score < card.crisis or found.category in CONCERN_CATEGORIES:
+            level = Level.CONCERN
+        else:
+            level = Level.IMMINENT if found.category in IMMINENT_CATEGORIES else Level.CRISIS
+        track = Track.OTHERS if found.others >= card.others else TRACKS[found.category]
+        return Detection(level, found.category, f"model.{found.category}", track)
