@@ -15,16 +15,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot import __version__, backups, checking, evaluate, logs, operators
+from bot import __version__, backups, checking, evaluate, logs, operators, trying
 from bot.adapters.terminal import TerminalChat, stderr_alerter, stderr_content_alert
 from bot.config import Settings, TelegramSettings, log_format
 from bot.content import read_content
 from bot.conversations import KNOWN_FAILURES, read_sentences
-from bot.engine import Engine, Outcome
 from bot.errors import BotError, ConfigError, ContentError
 from bot.lint import TESTS_DIR
-from bot.matcher import tokens_of
-from bot.models import Incoming, Level, Match
+from bot.models import Incoming, Level
 from bot.service import running_engine
 from bot.spool import Spool
 from bot.store import MemoryStore
@@ -292,57 +290,6 @@ def _lines(texts: list[str]) -> Iterator[str]:
             yield line.rstrip("\n")
 
 
-def _as_json(text: str, outcome: Outcome, explained: Match | None = None) -> dict[str, Any]:
-    match, detection = outcome.match, outcome.detection
-    fields = {
-        "text": text,
-        "intent": match.intent if match else None,
-        "score": match.score if match else None,
-        "runner_up": match.runner_up if match else None,
-        "runner_up_score": match.runner_up_score if match else None,
-        "reason": match.reason if match else ("crisis" if detection else None),
-        "crisis": (
-            {"level": detection.level.value, "category": detection.category, "rule": detection.rule}
-            if detection
-            else None
-        ),
-        "replies": [reply.text for reply in outcome.replies],
-    }
-    if explained is not None:
-        fields["normalized"] = " ".join(tokens_of(text))
-        fields["candidates"] = [
-            {"intent": c.intent, "score": c.score, "example": c.example} for c in explained.candidates
-        ]
-    return fields
-
-
-def _as_text(text: str, outcome: Outcome, explained: Match | None = None) -> str:
-    match, detection = outcome.match, outcome.detection
-    lines = [f"message:   {text}"]
-    if explained is not None:
-        lines.append(f"matcher saw: {' '.join(tokens_of(text)) or '(nothing)'}")
-    if detection:
-        lines.append(f"crisis:    {detection.level.value} ({detection.category}, rule {detection.rule})")
-    if match:
-        lines.append(f"intent:    {match.intent or '(none: ' + match.reason + ')'}  score {match.score:.1f}")
-        lines.append(f"runner-up: {match.runner_up or '-'}  score {match.runner_up_score:.1f}")
-    if explained is not None:
-        note = "" if match else " (not used: the crisis screen answered first)"
-        lines.append(f"top intents{note}:" if explained.candidates else "top intents: none came near")
-        for rank, c in enumerate(explained.candidates, 1):
-            what = c.example if c.example.startswith("keyword:") else repr(c.example)
-            lines.append(f"  {rank}. {c.intent:<22} {c.score:5.1f}  {what}")
-    lines += [f"reply:     {reply.text}" for reply in outcome.replies]
-    return "\n".join(lines) + "\n"
-
-
-def _explain(engine: Engine, text: str, outcome: Outcome) -> Match | None:
-    """The matcher's view of a message: the engine's match, or for a crisis message what it would have been."""
-    if outcome.match is not None:
-        return outcome.match
-    return engine.matcher.match(text) if engine.matcher else None
-
-
 def _match(args: argparse.Namespace) -> int:
     # An in-memory database: a random hashing key, no secret.key written, no spool.
     settings = replace(Settings.from_env(), reload_seconds=0, db_path=Path(":memory:"))
@@ -353,11 +300,11 @@ def _match(args: argparse.Namespace) -> int:
         async with running_engine(settings, MemoryStore()) as engine:
             for number, text in enumerate(_lines(args.text)):
                 outcome = await engine.handle(Incoming(f"match-{number}", text, "match"))
-                explained = _explain(engine, text, outcome) if args.explain else None
+                explained = trying.explain(engine, text, outcome) if args.explain else None
                 sys.stdout.write(
-                    json.dumps(_as_json(text, outcome, explained), ensure_ascii=False) + "\n"
+                    json.dumps(trying.as_json(text, outcome, explained), ensure_ascii=False) + "\n"
                     if args.json
-                    else _as_text(text, outcome, explained)
+                    else trying.as_text(text, outcome, explained)
                 )
 
     asyncio.run(run())
