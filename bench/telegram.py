@@ -177,7 +177,7 @@ def person(user: str) -> int:
 
 async def plan_for(catalog: Catalog, messages: int, users: int, paced: int, echo: bool) -> Plan:
     """The messages in order, and what each person should get back from the echo bot or from Unhooked."""
-    from bot.adapters.telegram_format import render  # python-telegram-bot, like the bots themselves
+    from bot.adapters.telegram.render import render  # python-telegram-bot, like the bots themselves
     from bot.engine import Engine
     from bot.models import Incoming
     from bot.store import MemoryStore

@@ -15,13 +15,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot import __version__, backups, checking, evaluate, logs, operators, trying
+from bot import __version__, backups, checking, evaluate, explain, operators
 from bot.adapters.terminal import TerminalChat, stderr_alerter, stderr_content_alert
 from bot.config import Settings, TelegramSettings, log_format
 from bot.content import read_content
 from bot.conversations import KNOWN_FAILURES, read_sentences
 from bot.errors import BotError, ConfigError, ContentError
 from bot.lint import TESTS_DIR
+from bot.logs import configure_logging
 from bot.models import Incoming, Level
 from bot.service import running_engine
 from bot.spool import Spool
@@ -257,7 +258,7 @@ def _chat(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from bot.adapters.telegram_run import run_telegram  # imports python-telegram-bot only for this command
+    from bot.adapters.telegram import run_telegram  # imports python-telegram-bot only for this command
 
     settings = Settings.from_env()
     telegram = TelegramSettings.from_env()
@@ -300,11 +301,11 @@ def _match(args: argparse.Namespace) -> int:
         async with running_engine(settings, MemoryStore()) as engine:
             for number, text in enumerate(_lines(args.text)):
                 outcome = await engine.handle(Incoming(f"match-{number}", text, "match"))
-                explained = trying.explain(engine, text, outcome) if args.explain else None
+                explained = explain.matcher_view(engine, text, outcome) if args.explain else None
                 sys.stdout.write(
-                    json.dumps(trying.as_json(text, outcome, explained), ensure_ascii=False) + "\n"
+                    json.dumps(explain.as_json(text, outcome, explained), ensure_ascii=False) + "\n"
                     if args.json
-                    else trying.as_text(text, outcome, explained)
+                    else explain.as_text(text, outcome, explained)
                 )
 
     asyncio.run(run())
@@ -420,21 +421,6 @@ def _purge(args: argparse.Namespace) -> int:
         args,
         lambda store, spool: operators.purge_text(store, days, time.time(), include_unacked=args.include_unacked),
     )
-
-
-QUIET_LOGGERS = ("aiosqlite", "httpx", "httpcore", "telegram", "apscheduler")
-"""Libraries whose chatty levels echo payloads: SQL parameters, request URLs with the bot token, whole
-updates with message text and user ids. They log at WARNING or above whatever ``UNHOOKED_LOG_LEVEL`` says."""
-
-
-def configure_logging(level: str, kind: str = "text") -> None:
-    """Log to stderr at ``level`` as ``kind`` (text or json); the libraries in ``QUIET_LOGGERS`` never below WARNING."""
-    handler = logging.StreamHandler()
-    handler.setFormatter(logs.formatter(kind))
-    logging.basicConfig(level=level.upper(), handlers=[handler])
-    floor = max(logging.getLogger().getEffectiveLevel(), logging.WARNING)
-    for name in QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(floor)
 
 
 def _backup(args: argparse.Namespace) -> int:

@@ -1,4 +1,7 @@
-"""Log records as text for people or as one JSON object per line for log shippers (``UNHOOKED_LOG_FORMAT``)."""
+"""Logging for every command: our lines at ``UNHOOKED_LOG_LEVEL`` as text or JSON, noisy libraries kept quiet.
+
+``UNHOOKED_LOG_FORMAT=json`` writes one JSON object per line; the libraries that echo payloads stay at WARNING.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,32 @@ import json
 import logging
 from datetime import UTC, datetime
 from typing import Any
+
+QUIET_LOGGERS = ("aiosqlite", "httpx", "httpcore", "telegram", "tornado.access", "apscheduler")
+"""Libraries whose chatty levels echo payloads: SQL parameters, request URLs with the bot token, whole
+updates with message text and user ids, request lines. They log at WARNING or above whatever
+``UNHOOKED_LOG_LEVEL`` says."""
+
+
+class _Redact(logging.Filter):
+    """Blank the arguments of PTB's log lines: some carry whole updates (a person's words) or a token."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith("telegram") and record.args:
+            args = record.args if isinstance(record.args, tuple) else (record.args,)
+            record.args = tuple(arg if isinstance(arg, int | float) else "<redacted>" for arg in args)
+        return True
+
+
+def quiet_library_logs() -> None:
+    """The libraries in ``QUIET_LOGGERS`` never below WARNING, and PTB's remaining lines without their arguments."""
+    floor = max(logging.getLogger().getEffectiveLevel(), logging.WARNING)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(floor)
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, _Redact) for f in handler.filters):
+            handler.addFilter(_Redact())
+
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 FIELDS = "json_fields"
@@ -39,3 +68,11 @@ def formatter(kind: str) -> logging.Formatter:
     if kind == "json":
         return JsonFormatter()
     return logging.Formatter(TEXT_FORMAT)
+
+
+def configure_logging(level: str, kind: str = "text") -> None:
+    """Log to stderr at ``level`` as ``kind`` (text or json), with the libraries quieted (``quiet_library_logs``)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(formatter(kind))
+    logging.basicConfig(level=level.upper(), handlers=[handler])
+    quiet_library_logs()

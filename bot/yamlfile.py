@@ -1,4 +1,4 @@
-"""YAML for content files: a safe loader that remembers the line of every mapping, key and item."""
+"""Content files as YAML: parsed safely, with the line of every mapping, key and item, and limits on size and depth."""
 
 from __future__ import annotations
 
@@ -15,15 +15,15 @@ MAX_DEPTH = 20
 """Content needs a few levels of nesting; deeper data is refused before it can exhaust the stack."""
 
 
-class _Map(dict):
-    """A YAML mapping that remembers the line of itself and of each key."""
+class YamlMap(dict):
+    """What ``read_yaml`` makes of a mapping: a dict with ``line`` and ``lines`` (the line of each key)."""
 
     line: int = 1
     lines: dict[Any, int]
 
 
-class _Seq(list):
-    """A YAML sequence that remembers the line of itself and of each item."""
+class YamlList(list):
+    """What ``read_yaml`` makes of a sequence: a list with ``line`` and ``lines`` (the line of each item)."""
 
     line: int = 1
     lines: list[int]
@@ -76,9 +76,9 @@ class _Loader(yaml.SafeLoader):
             ) from None
 
 
-def _construct_map(loader: _Loader, node: yaml.MappingNode) -> _Map:
+def _construct_map(loader: _Loader, node: yaml.MappingNode) -> YamlMap:
     loader.flatten_mapping(node)
-    data = _Map()
+    data = YamlMap()
     data.line = node.start_mark.line + 1
     data.lines = {}
     for key_node, value_node in node.value:
@@ -94,8 +94,8 @@ def _construct_map(loader: _Loader, node: yaml.MappingNode) -> _Map:
     return data
 
 
-def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> _Seq:
-    data = _Seq(loader.construct_object(child, deep=True) for child in node.value)
+def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> YamlList:
+    data = YamlList(loader.construct_object(child, deep=True) for child in node.value)
     data.line = node.start_mark.line + 1
     data.lines = [child.start_mark.line + 1 for child in node.value]
     return data
@@ -103,11 +103,6 @@ def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> _Seq:
 
 _Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 _Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
-
-YamlMap = _Map
-"""What ``read_yaml`` makes of a mapping: a dict with ``line`` and ``lines`` (the line of each key)."""
-YamlList = _Seq
-"""What ``read_yaml`` makes of a sequence: a list with ``line`` and ``lines`` (the line of each item)."""
 
 
 def read_yaml(path: Path) -> tuple[Any, list[Problem]]:

@@ -12,13 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.adapters.telegram import TelegramBot
-from bot.adapters.telegram_format import render
-from bot.adapters.telegram_run import run_telegram
-from bot.adapters.telegram_webhook import HttpServer
+from bot.adapters.telegram import TelegramBot, run_telegram
+from bot.adapters.telegram.render import render
 from bot.config import Settings, TelegramSettings
 from bot.content import Catalog
 from bot.engine import Engine
+from bot.http import HttpServer
 from bot.models import Incoming
 from bot.store import MemoryStore, Store
 from tests.conftest import REPO, SECRET

@@ -22,7 +22,7 @@ HISTOGRAM_PARTS = ("_bucket", "_sum", "_count")
 
 def served() -> set[str]:
     """Every metric family a running Telegram bot serves on /metrics."""
-    from bot.adapters.telegram_health import TelegramMetrics
+    from bot.adapters.telegram.health import TelegramMetrics
     from bot.health import Faults
 
     metrics = Metrics()

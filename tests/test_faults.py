@@ -25,7 +25,7 @@ import aiosqlite
 import pytest
 
 from bot import spool as spool_module
-from bot.adapters import telegram_health
+from bot.adapters.telegram import health as telegram_health
 from bot.models import Incoming
 from bot.service import running_engine
 from bot.store import SqliteStore

@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.adapters import telegram_health
+from bot.adapters.telegram import health as telegram_health
 from bot.engine import Engine
 from bot.errors import ConfigError, StoreError
 from bot.health import CONTENT, STORE, Faults, Health

@@ -135,7 +135,7 @@ async def test_reloads_are_counted_and_content_loaded_follows(
 
 
 def test_every_metric_is_named_in_the_readme() -> None:
-    from bot.adapters.telegram_health import TelegramMetrics  # the adapter's, on the same registry
+    from bot.adapters.telegram.health import TelegramMetrics  # the adapter's, on the same registry
 
     metrics = Metrics()
     TelegramMetrics(metrics.registry, Faults())

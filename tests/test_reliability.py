@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from bench.synthetic import message_mix
-from bot.adapters.telegram_format import render
+from bot.adapters.telegram.render import render
 from bot.content import Catalog
 from bot.engine import Engine
 from bot.models import Incoming, Level, Track

@@ -146,7 +146,7 @@ def test_no_log_line_or_stored_byte_holds_message_text_or_the_raw_user_id(tmp_pa
 def test_payload_echoing_libraries_stay_quiet_at_debug() -> None:
     script = (
         "import logging\n"
-        "from bot.__main__ import configure_logging\n"
+        "from bot.logs import configure_logging\n"
         "configure_logging('DEBUG')\n"
         "logging.getLogger('telegram.ext.Updater').debug('update with text okapi')\n"
         "logging.getLogger('httpx').info('POST https://api.telegram.org/bot123:SECRET/getUpdates')\n"

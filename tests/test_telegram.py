@@ -172,7 +172,7 @@ async def test_in_a_group_the_bot_says_once_that_it_talks_in_private(tg: Running
     [notice] = tg.api.sent(GROUP)
     assert notice.text.startswith("Hello. I only talk in private chats")
     assert tg.api.sent(OPERATORS) == []
-    assert await tg.store.tell_group_once(tg.bot.key(GROUP), 0.0) is False
+    assert await tg.store.tell_group_once(tg.bot.replies.key(GROUP), 0.0) is False
 
 
 async def test_a_crisis_in_a_group_gets_the_resources_card_even_after_the_notice(tg: Running) -> None:
@@ -196,7 +196,7 @@ async def test_forget_asks_first_and_no_keeps_everything(tg: Running) -> None:
     await tg.settle()
     assert ask.text == "All right, nothing was deleted." and ask.callbacks == []
     await tg.bot.engine.sessions.flush()
-    assert await tg.store.load_session(tg.bot.key(ALICE)) is not None
+    assert await tg.store.load_session(tg.bot.replies.key(ALICE)) is not None
 
 
 async def test_forget_deletes_everything_kept_and_says_what_telegram_keeps(tg: Running) -> None:
@@ -204,7 +204,7 @@ async def test_forget_deletes_everything_kept_and_says_what_telegram_keeps(tg: R
     await say(tg, ALICE, "I want to die")
     [ask] = await say(tg, ALICE, "/forget")
     await tg.bot.engine.sessions.flush()
-    key = tg.bot.key(ALICE)
+    key = tg.bot.replies.key(ALICE)
     assert await tg.store.load_session(key) is not None and await tg.store.message_ids(key)
     tg.api.tap(ALICE, ask, "forget:yes")
     await tg.settle()
@@ -225,7 +225,7 @@ async def test_erase_deletes_the_recent_messages_of_the_chat(tg: Running) -> Non
     assert [m.message_id for m in chat if not m.deleted] == [report.message_id]
     assert report.text.startswith("Done. I deleted 5 messages from this chat.")
     assert "could not be deleted" not in report.text
-    assert await tg.store.message_ids(tg.bot.key(ALICE)) == [report.message_id]
+    assert await tg.store.message_ids(tg.bot.replies.key(ALICE)) == [report.message_id]
 
 
 async def test_erase_says_plainly_what_it_could_not_delete(tg: Running) -> None:

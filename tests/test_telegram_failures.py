@@ -93,7 +93,7 @@ async def test_a_handler_error_is_logged_without_text_and_the_person_gets_an_apo
     assert reply.text == APOLOGY
     [record] = [r for r in caplog.records if "in a handler" in r.getMessage()]
     assert "RuntimeError in a handler" in record.getMessage()
-    assert "in on_text" in record.getMessage() and "telegram.py" in record.getMessage()
+    assert "in on_text" in record.getMessage() and "bot/adapters/telegram/" in record.getMessage()
     assert not any("private words" in r.getMessage() + (r.exc_text or "") for r in caplog.records)
 
 

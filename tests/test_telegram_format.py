@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.adapters.telegram_format import MAX_CHARS, render, split_text, units
+from bot.adapters.telegram.render import MAX_CHARS, render, split_text, units
 from bot.models import Reply, Suggestion
 from tests.fake_bot_api import parse_html
 

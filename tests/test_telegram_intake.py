@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from telegram import Update
 
-from bot.adapters import telegram_intake as intake
-from bot.adapters.telegram_intake import KEEP_IDS_FOR, Journal, Lanes
+from bot.adapters.telegram import inbound as intake
+from bot.adapters.telegram.inbound import KEEP_IDS_FOR, Journal, Lanes
 from bot.errors import StoreError
 from bot.health import STORE, Faults
 from bot.store import MemoryStore

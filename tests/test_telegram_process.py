@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.telegram_send import SEND_CONNECTIONS
+from bot.adapters.telegram.outbound import SEND_CONNECTIONS
 from bot.content import Catalog
 from tests.conftest import REPO
 from tests.fake_bot_api import FakeBotApi

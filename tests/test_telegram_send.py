@@ -8,7 +8,7 @@ import datetime as dtm
 import pytest
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
 
-from bot.adapters.telegram_send import ALERT, CRISIS, Send, Sender
+from bot.adapters.telegram.outbound import ALERT, CRISIS, Send, Sender
 
 
 class Telegram:

@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.adapters.telegram_webhook import MAX_BODY_BYTES, SECRET_HEADER
+from bot.adapters.telegram.webhook import SECRET_HEADER
+from bot.http import MAX_BODY_BYTES
 from tests.fake_bot_api import FakeBotApi
 from tests.telegram_harness import WEBHOOK_SECRET, Running, telegram_bot
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot.adapters import telegram_texts as texts
+from bot.adapters.telegram import texts
 from bot.models import Escalation, Reply, Suggestion
 
 MAX_CHARS = 4096

@@ -1,10 +1,9 @@
-"""Webhook mode: a small tornado server whose POST handler journals each update before answering Telegram.
+"""Webhook mode: a route on the bot's HTTP server (``bot.http``) that journals each update before answering Telegram.
 
 Why our own handler and not PTB's ``Updater.start_webhook``: PTB's server (``telegram/ext/_utils/
 webhookhandler.py``) answers 200 once the update is on ``update_queue`` and offers no public way to add
 routes, and its secret check is a plain ``!=``. Ours journals first (``Intake.receive``), compares the
-secret in constant time, and is an ordinary ``tornado.web.Application``: another route (``/healthz``,
-``/metrics``) is one ``server.route(r"/healthz", HealthHandler)`` call before or after ``start()``.
+secret in constant time, and is one route of the core's ``HttpServer``, beside ``/healthz`` and ``/metrics``.
 """
 
 from __future__ import annotations
@@ -12,21 +11,17 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-import socket
 from http import HTTPStatus
 from typing import Any
 
-import tornado.httpserver
 import tornado.web
 from telegram import Bot, Update
 
-from bot.adapters.telegram_intake import Intake
+from bot.adapters.telegram.inbound import Intake
 
 log = logging.getLogger("unhooked.telegram.webhook")
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 (a header name, not a secret)
-MAX_BODY_BYTES = 1_000_000
-"""Requests with a longer body are refused (400) before it is read: an update is a few kilobytes at most."""
 JSON = "application/json"
 
 
@@ -60,7 +55,7 @@ class WebhookHandler(tornado.web.RequestHandler):
             await self._refuse(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, f"send the update as {JSON}")
 
     def data_received(self, chunk: bytes) -> None:
-        """Collect the body (at most ``MAX_BODY_BYTES``: the server refuses more before this is called)."""
+        """Collect the body (at most ``bot.http.MAX_BODY_BYTES``: the server refuses more before this is called)."""
         self._chunks.append(chunk)
 
     async def post(self) -> None:
@@ -98,49 +93,3 @@ class WebhookHandler(tornado.web.RequestHandler):
     def log_exception(self, *args: Any) -> None:
         """Log failures without the request body, which holds a person's message."""
         log.error("webhook request failed: %s", args[1] if len(args) > 1 else "unknown error")
-
-
-class HttpServer:
-    """One HTTP server for the bot: the webhook now, and whatever routes are added to it."""
-
-    def __init__(self, listen: str, port: int) -> None:
-        self.listen = listen
-        self.port = port
-        self.app = tornado.web.Application([], log_function=lambda handler: None)
-        self._server: tornado.httpserver.HTTPServer | None = None
-
-    def route(self, pattern: str, handler: type[tornado.web.RequestHandler], **options: Any) -> None:
-        """Serve ``pattern`` (a regular expression for the path) with ``handler``."""
-        self.app.add_handlers(r".*", [(pattern, handler, options)])
-
-    async def start(self) -> None:
-        """Bind and serve; with port 0 the chosen port is in ``self.port`` afterwards. Raises ``OSError``."""
-        listening = _listen(self.listen, self.port)
-        self._server = tornado.httpserver.HTTPServer(self.app, max_body_size=MAX_BODY_BYTES)
-        self._server.add_sockets([listening])
-        self.port = listening.getsockname()[1]
-        log.info("HTTP server listening on %s:%d", self.listen, self.port)
-
-    async def stop(self) -> None:
-        """Stop taking requests and close the connections once their requests are answered."""
-        if self._server is not None:
-            server, self._server = self._server, None
-            server.stop()
-            await server.close_all_connections()
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """A listening socket on the first address of ``host`` (tornado's ``bind_sockets`` leaks one it cannot bind)."""
-    family, kind, proto, _, address = socket.getaddrinfo(
-        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    listening = socket.socket(family, kind, proto)
-    try:
-        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listening.setblocking(False)
-        listening.bind(address)
-        listening.listen(128)
-    except OSError:
-        listening.close()
-        raise
-    return listening

@@ -1,4 +1,4 @@
-"""What ``python -m bot match`` shows of one message: the crisis screen, the matcher's view and the replies."""
+"""What ``python -m bot match`` shows of a message: the engine's outcome as JSON or text, and the matcher's view."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from bot.models import Match
 
 
 def as_json(text: str, outcome: Outcome, explained: Match | None = None) -> dict[str, Any]:
-    """One message for machines: intent, scores, crisis and replies (``match --json``)."""
+    """One message's outcome as a JSON object; with ``explained``, the normalised words and the top intents too."""
     match, detection = outcome.match, outcome.detection
     fields = {
         "text": text,
@@ -35,7 +35,7 @@ def as_json(text: str, outcome: Outcome, explained: Match | None = None) -> dict
 
 
 def as_text(text: str, outcome: Outcome, explained: Match | None = None) -> str:
-    """One message for people: what the screen and the matcher made of it, and the replies."""
+    """One message's outcome as lines for a person to read; with ``explained``, the top intents too."""
     match, detection = outcome.match, outcome.detection
     lines = [f"message:   {text}"]
     if explained is not None:
@@ -55,7 +55,7 @@ def as_text(text: str, outcome: Outcome, explained: Match | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def explain(engine: Engine, text: str, outcome: Outcome) -> Match | None:
+def matcher_view(engine: Engine, text: str, outcome: Outcome) -> Match | None:
     """The matcher's view of a message: the engine's match, or for a crisis message what it would have been."""
     if outcome.match is not None:
         return outcome.match

@@ -6,7 +6,7 @@ batch as soon as it has put the last one on ``update_queue``, before a handler r
 (``telegram/ext/_updater.py``, ``polling_action_cb``), so a crash loses the whole batch. ``poll`` below
 journals a batch in one transaction first and only then asks for the next one; the place where an update
 becomes safe is one line of our code, not a side effect of a subclass. Webhook mode journals before it
-answers Telegram's POST (``telegram_webhook.py``). Both hand updates to ``Intake.receive``.
+answers Telegram's POST (``webhook.py``). Both hand updates to ``Intake.receive``.
 """
 
 from __future__ import annotations
@@ -19,20 +19,17 @@ import logging
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
 
 from telegram import Bot, Update
 from telegram.error import EndPointNotFound, InvalidToken, RetryAfter, TelegramError
 
-from bot.adapters.telegram_send import backoff, seconds
+from bot.adapters.telegram.health import TelegramMetrics
+from bot.adapters.telegram.outbound import backoff, seconds
 from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
 from bot.metrics import Metrics
 from bot.sessions import write_behind
 from bot.store import Answered, Store
-
-if TYPE_CHECKING:
-    from bot.adapters.telegram_health import TelegramMetrics
 
 log = logging.getLogger("unhooked.telegram.intake")
 

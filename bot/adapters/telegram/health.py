@@ -1,18 +1,11 @@
-"""Health and metrics on Telegram: what the sender and poller count, and ``/healthz`` and ``/metrics`` over HTTP.
+"""The link to Telegram in health and metrics: what the sender and poller count, and when the link is failing.
 
-The routes go on the bot's one HTTP server (``telegram_webhook.HttpServer``): the webhook's in webhook mode,
-one of their own when polling with ``UNHOOKED_HTTP_PORT`` set. Neither route reveals anything about people:
-the health body names checks and errors, the metrics carry counts by fixed labels and intent ids.
+The numbers go on the engine's registry, served at ``/metrics`` by the core's HTTP server (``bot.http``); a failing
+link is a fault of the ``telegram`` check of ``/healthz``.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-from http import HTTPStatus
-from typing import TYPE_CHECKING
-
-import tornado.web
 from telegram.error import (
     BadRequest,
     Conflict,
@@ -24,13 +17,8 @@ from telegram.error import (
     TimedOut,
 )
 
-from bot.health import Faults, Health
-from bot.metrics import CONTENT_TYPE, Registry
-
-if TYPE_CHECKING:
-    from bot.adapters.telegram_webhook import HttpServer
-
-log = logging.getLogger("unhooked.telegram.health")
+from bot.health import Faults
+from bot.metrics import Registry
 
 TELEGRAM = "telegram"
 """The health check of the link to Telegram."""
@@ -99,41 +87,3 @@ class TelegramMetrics:
     def worked(self, source: str = "sending") -> None:
         """A request got through: the link works."""
         self.faults.clear(TELEGRAM, source)
-
-
-class HealthHandler(tornado.web.RequestHandler):
-    """``GET /healthz``: 200 with every check, or 503 naming the failing ones."""
-
-    def initialize(self, health: Health) -> None:
-        """Tornado's per-request set-up."""
-        self.health = health
-
-    async def get(self) -> None:
-        """Run the checks."""
-        ok, body = await self.health.report()
-        if not ok:
-            log.warning("health check failing: %s", ", ".join(body.get("failing", [])))
-        self.set_status(HTTPStatus.OK if ok else HTTPStatus.SERVICE_UNAVAILABLE)
-        self.set_header("Content-Type", "application/json; charset=utf-8")
-        self.set_header("Cache-Control", "no-store")
-        await self.finish(json.dumps(body, sort_keys=True))
-
-
-class MetricsHandler(tornado.web.RequestHandler):
-    """``GET /metrics``: every metric in Prometheus' text format."""
-
-    def initialize(self, registry: Registry) -> None:
-        """Tornado's per-request set-up."""
-        self.registry = registry
-
-    async def get(self) -> None:
-        """Render the metrics."""
-        self.set_header("Content-Type", CONTENT_TYPE)
-        self.set_header("Cache-Control", "no-store")
-        await self.finish(self.registry.render())
-
-
-def serve_monitoring(server: HttpServer, health: Health, registry: Registry) -> None:
-    """Add ``/healthz`` and ``/metrics`` to the bot's HTTP server."""
-    server.route(r"/healthz", HealthHandler, health=health)
-    server.route(r"/metrics", MetricsHandler, registry=registry)

@@ -29,25 +29,18 @@ import datetime as dtm
 import heapq
 import itertools
 import logging
-import os
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 from telegram.ext import BaseRateLimiter
 
-if TYPE_CHECKING:
-    from bot.adapters.telegram_health import TelegramMetrics
+from bot.adapters.telegram.health import TelegramMetrics
 
 log = logging.getLogger("unhooked.telegram.send")
-
-# PTB 22.2+ warns on every read of a time period as a number, and ``RetryAfter.__init__`` reads its own
-# ``retry_after`` (telegram/error.py, class RetryAfter): without this, every 429 logs a deprecation warning
-# (and raises it under ``-W error``). PTB reads the variable at each use; opting in early is its own advice.
-os.environ.setdefault("PTB_TIMEDELTA", "true")
 
 FIRST_RETRY_DELAY = 0.5
 """Seconds before the first retry of a failed request; doubled each time up to ``max_delay``."""

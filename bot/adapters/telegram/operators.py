@@ -1,0 +1,114 @@
+"""Operators on Telegram: admins' /stats and /reload, the Acknowledge button, and alerts to the operators' chat."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from telegram import CallbackQuery, Update
+from telegram.error import BadRequest
+from telegram.ext import Application, ContextTypes
+
+from bot.adapters.telegram.outbound import ALERT
+from bot.adapters.telegram.render import acknowledged, alert, plain
+from bot.adapters.telegram.replies import Replies
+from bot.config import Settings
+from bot.errors import StoreError
+from bot.escalation import Alerter
+from bot.models import Escalation
+from bot.reload import ContentAlert, Reload, reload_content_async
+from bot.sessions import day_of
+
+log = logging.getLogger("unhooked.telegram")
+
+STATS_FIRST = (
+    ("messages", "messages"),
+    ("answers", "answers"),
+    ("fallbacks", "fallbacks"),
+    ("escalations.crisis", "crisis escalations"),
+    ("escalations.imminent", "imminent escalations"),
+    ("concerns", "concerns"),
+)
+MAX_PROBLEMS_SHOWN = 20
+MAX_ALERT_CHARS = 3500
+"""A refused-reload alert is cut here, well under Telegram's 4096 characters."""
+
+
+class Operators:
+    """The handlers for admins and the operators' chat."""
+
+    def __init__(self, replies: Replies, settings: Settings) -> None:
+        self.replies = replies
+        self.settings = settings
+
+    async def acknowledge(self, query: CallbackQuery, escalation_id: str) -> str | None:
+        """An operator's Acknowledge tap: record who, and mark the alert; returns the note the tap shows."""
+        operator_chat_id = self.replies.telegram.operator_chat_id
+        chat = query.message.chat if query.message is not None else None
+        if chat is None or operator_chat_id is None or chat.id != operator_chat_id:
+            log.warning("an Acknowledge tap from outside the operators' chat was ignored")
+            return None
+        user = query.from_user
+        by = f"telegram:{user.id}" + (f" @{user.username}" if user.username else "")
+        try:
+            store = self.replies.engine.sessions.store
+            escalation = await store.acknowledge(escalation_id, by, self.replies.clock())
+        except StoreError as error:
+            log.error("could not record an acknowledgement: %s", error)
+            return "Not recorded: the database is not answering. Please try again."
+        if escalation is None:
+            return "This escalation is no longer in the log."
+        with contextlib.suppress(BadRequest):  # already edited by an earlier tap
+            await query.edit_message_text(acknowledged(escalation), reply_markup=None)
+        return "Acknowledged."
+
+    async def on_stats(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Admins: today's counts."""
+        day = day_of(self.replies.clock())
+        sessions = self.replies.engine.sessions
+        try:
+            await sessions.flush()
+            counts = await sessions.store.counts(day)
+        except StoreError as error:
+            await self.replies.send(update, [plain(f"The database is not answering: {error}")])
+            return
+        lines = [f"Today ({day}, UTC):"]
+        lines += [f"{label}: {counts.pop(name, 0)}" for name, label in STATS_FIRST]
+        lines += [f"{name}: {value}" for name, value in sorted(counts.items())]
+        await self.replies.send(update, [plain("\n".join(lines))])
+
+    async def on_reload(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Admins: load the content again and report its problems."""
+        engine = self.replies.engine
+        result = await reload_content_async(engine, self.settings.content_dir)
+        catalog = engine.catalog
+        if result.applied and catalog is not None:
+            lines = [f"Content reloaded: {len(catalog.intents)} intents, {len(catalog.passages)} passages."]
+        else:
+            lines = [f"Reload refused ({len(result.errors)} errors); the previous content keeps serving."]
+        lines += [str(problem) for problem in result.problems[:MAX_PROBLEMS_SHOWN]]
+        if len(result.problems) > MAX_PROBLEMS_SHOWN:
+            lines.append(f"... and {len(result.problems) - MAX_PROBLEMS_SHOWN} more")
+        await self.replies.send(update, [plain("\n".join(lines))])
+
+
+def telegram_content_alert(application: Application, chat_id: int) -> ContentAlert:
+    """Refused content reloads to the operators' chat, with the ``check`` lines that refused them."""
+
+    async def send_content_alert(result: Reload) -> None:
+        text = result.describe()
+        if len(text) > MAX_ALERT_CHARS:
+            text = text[:MAX_ALERT_CHARS].rsplit("\n", 1)[0] + "\n... (run `python -m bot check` for the rest)"
+        await application.bot.send_message(chat_id, plain(text).html, rate_limit_args=ALERT)
+
+    return send_content_alert
+
+
+def telegram_alerter(application: Application, chat_id: int) -> Alerter:
+    """Escalation alerts to the operators' chat, with an Acknowledge button."""
+
+    async def send_alert(escalation: Escalation) -> None:
+        message = alert(escalation)
+        await application.bot.send_message(chat_id, message.html, reply_markup=message.buttons, rate_limit_args=ALERT)
+
+    return send_alert
