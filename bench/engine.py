@@ -17,7 +17,7 @@ from bot.content import load_catalog
 from bot.engine import Engine
 from bot.matcher import Matcher
 from bot.models import Incoming
-from bot.store import SqliteStore
+from bot.store.sqlite import SqliteStore
 
 SECRET = b"benchmark-secret-0123456789"
 TARGETS_MS = {1: 2.0, 100: 10.0}

@@ -180,7 +180,7 @@ async def plan_for(catalog: Catalog, messages: int, users: int, paced: int, echo
     from bot.adapters.telegram.render import render  # python-telegram-bot, like the bots themselves
     from bot.engine import Engine
     from bot.models import Incoming
-    from bot.store import MemoryStore
+    from bot.store.memory import MemoryStore
     from tests.fake_bot_api import parse_html
 
     mix = [(person(m.user), m.text) for m in message_mix(catalog, messages + paced, users)]

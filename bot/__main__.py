@@ -24,9 +24,11 @@ from bot.errors import BotError, ConfigError, ContentError
 from bot.lint import TESTS_DIR
 from bot.logs import configure_logging
 from bot.models import Incoming, Level
-from bot.service import running_engine
+from bot.service import existing_store, migrate, running_service
 from bot.spool import Spool
-from bot.store import MemoryStore
+from bot.store.backup import Backup
+from bot.store.memory import MemoryStore
+from bot.store.sqlite import SqliteStore
 
 EXAMPLES = {
     "chat": """examples:
@@ -79,6 +81,9 @@ A running bot purges by itself once a UTC day; this command is for a stopped bot
     "escalations export": """examples:
   python -m bot escalations export --format csv > escalations.csv
   python -m bot escalations export --format jsonl --since 30d --output escalations.jsonl""",
+    "migrate": """examples:
+  python -m bot migrate
+  UNHOOKED_DB=/data/unhooked.sqlite3 python -m bot migrate""",
     "backup": """examples:
   python -m bot backup backups/unhooked-$(date +%F).sqlite3
   UNHOOKED_DB=/data/unhooked.sqlite3 python -m bot backup /data/backups/latest.sqlite3 --force""",
@@ -126,11 +131,11 @@ def _parser() -> argparse.ArgumentParser:
         )
 
     def with_db(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        parser.add_argument("--db", type=Path, help="the bot's SQLite file (default: UNHOOKED_DB)")
+        parser.add_argument("--db", help="the bot's database: a SQLite file or a PostgreSQL URL (default: UNHOOKED_DB)")
         return parser
 
     chat = command("chat", "Talk to the bot in this terminal, on the shipped content; no token needed.")
-    chat.add_argument("--db", type=Path, help="SQLite file for sessions, or :memory: (default: UNHOOKED_DB)")
+    chat.add_argument("--db", help="SQLite file for sessions, or :memory: (default: UNHOOKED_DB)")
     chat.add_argument("--user", default="local", help="who you are to the bot; another name starts afresh")
     chat.set_defaults(handler=_chat)
 
@@ -221,6 +226,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     purge.set_defaults(handler=_purge)
 
+    migrate = with_db(command("migrate", "Apply the migrations this version has and the database lacks, then stop."))
+    migrate.set_defaults(handler=_migrate)
+
     backup = command(
         "backup",
         "Copy the database to PATH while the bot keeps running (SQLite's online backup); "
@@ -228,7 +236,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     backup.add_argument("path", type=Path, help="the backup file to write, e.g. backups/unhooked-2025-01-31.sqlite3")
     backup.add_argument("--force", action="store_true", help="replace PATH if it already exists")
-    backup.add_argument("--db", type=Path, help="the database to back up (default: UNHOOKED_DB)")
+    backup.add_argument("--db", help="the SQLite database to back up (default: UNHOOKED_DB)")
     backup.set_defaults(handler=_backup)
 
     restore = command(
@@ -238,7 +246,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     restore.add_argument("path", type=Path, help="the backup file, as `backup` wrote it")
     restore.add_argument("--force", action="store_true", help="replace an existing database (it is kept first)")
-    restore.add_argument("--db", type=Path, help="the database to restore to (default: UNHOOKED_DB)")
+    restore.add_argument("--db", help="the SQLite database to restore to (default: UNHOOKED_DB)")
     restore.set_defaults(handler=_restore)
     return parser
 
@@ -248,7 +256,8 @@ def _chat(args: argparse.Namespace) -> int:
 
     async def talk() -> None:
         alerts = {"alerter": stderr_alerter(sys.stderr), "content_alert": stderr_content_alert(sys.stderr)}
-        async with running_engine(settings, **alerts) as engine:
+        async with running_service(settings, **alerts) as service:
+            engine = service.engine
             interactive = sys.stdin.isatty() and sys.stdout.isatty()
             chat = TerminalChat(engine, user=args.user, stdin=sys.stdin, stdout=sys.stdout, interactive=interactive)
             await chat.run()
@@ -293,12 +302,13 @@ def _lines(texts: list[str]) -> Iterator[str]:
 
 def _match(args: argparse.Namespace) -> int:
     # An in-memory database: a random hashing key, no secret.key written, no spool.
-    settings = replace(Settings.from_env(), reload_seconds=0, db_path=Path(":memory:"))
+    settings = replace(Settings.from_env().with_db(":memory:"), reload_seconds=0)
     # A try-out, not a conversation: its crisis detections are printed, never logged as escalations for operators.
     logging.getLogger("unhooked.escalations").disabled = True
 
     async def run() -> None:
-        async with running_engine(settings, MemoryStore()) as engine:
+        async with running_service(settings, MemoryStore()) as service:
+            engine = service.engine
             for number, text in enumerate(_lines(args.text)):
                 outcome = await engine.handle(Incoming(f"match-{number}", text, "match"))
                 explained = explain.matcher_view(engine, text, outcome) if args.explain else None
@@ -359,7 +369,7 @@ def _operate(args: argparse.Namespace, work: Any) -> int:
     spool = Spool(settings.spool_path) if settings.spool_path else None
 
     async def run() -> None:
-        async with operators.operator_log(settings.db_path) as store:
+        async with existing_store(settings) as store:
             output = await work(store, spool)
         if output:
             sys.stdout.write(output)
@@ -387,7 +397,7 @@ def _escalations_tail(args: argparse.Namespace) -> int:
         sys.stdout.flush()
 
     async def work(store: Any, spool: Spool | None) -> None:
-        print(f"following escalations in {store.path}; press Ctrl-C to stop", file=sys.stderr, flush=True)
+        print(f"following escalations in {store.where}; press Ctrl-C to stop", file=sys.stderr, flush=True)
         await operators.follow(store, write, last=max(args.last, 0), every=args.every, as_json=args.json)
 
     return _operate(args, work)
@@ -423,10 +433,35 @@ def _purge(args: argparse.Namespace) -> int:
     )
 
 
+def _migrate(args: argparse.Namespace) -> int:
+    settings = Settings.from_env().with_db(args.db)
+    if settings.database.in_memory:
+        raise ConfigError("an in-memory database has no schema to migrate; set UNHOOKED_DB or --db to the database")
+    print(asyncio.run(migrate(settings)))
+    return 0
+
+
+def _sqlite_file(settings: Settings, what: str) -> None:
+    if settings.database.in_memory:
+        raise ConfigError(f"an in-memory database has nothing to {what}; set UNHOOKED_DB or --db to the database file")
+    if settings.database.is_postgres:
+        raise ConfigError(
+            f"{what} works on a SQLite database; for PostgreSQL use pg_dump and pg_restore (see deploy/README.md)"
+        )
+
+
 def _backup(args: argparse.Namespace) -> int:
     settings = Settings.from_env().with_db(args.db)
+    _sqlite_file(settings, "back up")
+
+    async def run() -> Backup:
+        async with existing_store(settings) as store:
+            if not isinstance(store, SqliteStore):
+                raise ConfigError(f"{store.where} is not a SQLite database; set UNHOOKED_DB or --db to the file")
+            return await store.backup(args.path, overwrite=args.force)
+
     print(f"backing up {settings.db_path} to {args.path} ...", flush=True)
-    done = asyncio.run(backups.backup(settings.db_path, args.path, force=args.force))
+    done = asyncio.run(run())
     print(f"wrote {done.path}: {backups.describe(done)}")
     print(f"Keep it where only operators can read it. {backups.SAME_KEY_NOTE}")
     return 0
@@ -434,6 +469,7 @@ def _backup(args: argparse.Namespace) -> int:
 
 def _restore(args: argparse.Namespace) -> int:
     settings = Settings.from_env().with_db(args.db)
+    _sqlite_file(settings, "restore")
     done = asyncio.run(backups.restore(args.path, settings.db_path, force=args.force))
     if done.kept is not None:
         print(f"kept the database it replaces as {done.kept}")

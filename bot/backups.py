@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from bot.errors import ConfigError, StoreError
-from bot.store import MIGRATIONS, Backup, SqliteStore
+from bot.errors import ConfigError, SchemaError, StoreError
+from bot.store.backup import Backup
+from bot.store.sqlite import SqliteStore
 
 SAME_KEY_NOTE = (
     "Restored, its sessions link to people only with the same UNHOOKED_SECRET (or the secret.key beside the database)."
@@ -31,18 +33,6 @@ def describe(done: Backup) -> str:
     return f"{size_text(done.size)}, {rows}; migrations up to {latest}; integrity check ok"
 
 
-def _live(db_path: Path) -> Path:
-    if str(db_path) == ":memory:":
-        raise ConfigError("an in-memory database has nothing to copy; set UNHOOKED_DB or --db to the database file")
-    return db_path
-
-
-async def backup(db_path: Path, target: Path, *, force: bool = False) -> Backup:
-    """Copy the live database at ``db_path`` to ``target`` (SQLite's online backup; see ``Store.backup``)."""
-    async with SqliteStore(_live(db_path), migrate=False) as store:
-        return await store.backup(target, overwrite=force)
-
-
 @dataclass(frozen=True)
 class Restored:
     """What a restore did."""
@@ -55,29 +45,22 @@ class Restored:
     """Migrations applied after the restore (a backup from an older version moves forward)."""
 
 
-def _stage(source: Path, staged: Path) -> None:
-    """Copy the backup, read-only, to a private file beside the target (the backup itself is never written)."""
-    try:
-        with (
-            sqlite3.connect(f"file:{quote(str(source.resolve()))}?mode=ro", uri=True) as reading,
-            sqlite3.connect(staged) as writing,
-        ):
-            reading.backup(writing)
-        reading.close()
-        writing.close()
-    except sqlite3.Error as error:
-        raise StoreError(f"{source} cannot be read as a SQLite database ({error}); is it a backup?") from None
-    os.chmod(staged, 0o600)
+def _copy(source: Path, target: Path, *, read_only: bool) -> None:
+    """SQLite's backup API from ``source`` to a new private file ``target`` (``source`` opened read-only if asked)."""
+    uri = f"file:{quote(str(source.resolve()))}" + ("?mode=ro" if read_only else "?mode=rw")
+    with closing(sqlite3.connect(uri, uri=True)) as reading, closing(sqlite3.connect(target)) as writing:
+        reading.backup(writing)
+    os.chmod(target, 0o600)
 
 
 async def restore(source: Path, db_path: Path, *, force: bool = False, now: float | None = None) -> Restored:
-    """Put the backup ``source`` at ``db_path``: checked, the replaced database kept beside it, then migrated.
+    """Put the backup ``source`` at ``db_path``: checked, migrated to this version, the replaced database kept.
 
     The bot must be stopped: a database still open elsewhere (its ``-wal`` file stays after this command
     closes it) is refused. An existing database is replaced only with ``force``, and kept as
-    ``<name>.before-restore-<UTC time>`` first.
+    ``<name>.before-restore-<UTC time>`` first. The backup file itself is only read.
     """
-    target = _live(db_path)
+    target = Path(db_path)
     if not source.is_file():
         raise ConfigError(f"there is no backup at {source}; give the path of a file `python -m bot backup` wrote")
     if target.exists() and not force:
@@ -87,22 +70,30 @@ async def restore(source: Path, db_path: Path, *, force: bool = False, now: floa
     target.parent.mkdir(parents=True, exist_ok=True)
     staged = target.with_name(f".{target.name}.restoring-{os.getpid()}")
     try:
-        _stage(source, staged)
-        async with SqliteStore(staged, migrate=False) as copy:
-            unknown = sorted(set(await copy.applied_migrations()) - {m.name for m in MIGRATIONS})
-            if unknown:
-                raise StoreError(
-                    f"{source} was written by a newer version of Unhooked (migration {unknown[0]}); "
-                    "restore it with that version or a later one"
-                )
+        try:
+            _copy(source, staged, read_only=True)
+            with closing(sqlite3.connect(staged)) as staged_db:
+                unhooked = staged_db.execute("SELECT 1 FROM sqlite_master WHERE name = '_migrations'").fetchone()
+        except sqlite3.Error as error:
+            raise StoreError(f"{source} cannot be read as a SQLite database ({error}); is it a backup?") from None
+        if unhooked is None:
+            raise StoreError(f"{source} is not an Unhooked database: it has no record of migrations")
+        copy = SqliteStore(staged)
+        try:
+            await copy.open()  # brings a backup from an older version forward
+        except SchemaError:
+            raise StoreError(
+                f"{source} was written by a newer version of Unhooked (it has migrations this one does not know); "
+                "restore it with that version or a later one"
+            ) from None
+        async with copy:
+            migrated = copy.migrated
             kept = await _keep(target, now if now is not None else time.time())
             done = await copy.backup(target, overwrite=True)
     finally:
         for leftover in (staged, staged.with_name(staged.name + "-wal"), staged.with_name(staged.name + "-shm")):
             leftover.unlink(missing_ok=True)
-    async with SqliteStore(target) as restored:
-        applied = await restored.applied_migrations()
-    return Restored(done, kept, tuple(name for name in applied if name not in done.migrations))
+    return Restored(done, kept, migrated)
 
 
 async def _keep(target: Path, now: float) -> Path | None:
@@ -111,8 +102,10 @@ async def _keep(target: Path, now: float) -> Path | None:
         return None
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
     kept = target.with_name(f"{target.name}.before-restore-{stamp}")
-    async with SqliteStore(target, migrate=False) as live:
-        await live.backup(kept)
+    try:
+        _copy(target, kept, read_only=False)
+    except sqlite3.Error as error:
+        raise StoreError(f"could not keep a copy of {target} before replacing it: {error}") from None
     if target.with_name(target.name + "-wal").exists():  # the last connection to close removes it
         raise StoreError(
             f"{target} is still open in another process (its -wal file stays); stop the bot first, then restore "

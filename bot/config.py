@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlsplit
 
+from bot.database import Database, Pool
 from bot.errors import ConfigError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -94,7 +95,8 @@ class Settings:
     """Everything the core needs to run, whatever the adapter."""
 
     db_path: Path
-    """The SQLite file (``UNHOOKED_DB``); its folder also holds the generated secret."""
+    """The SQLite file (``UNHOOKED_DB``); its folder also holds the generated secret and the spool, also when
+    ``db_url`` names a PostgreSQL server (then ``data/`` by default)."""
     content_dir: Path
     """The folder holding ``intents/``, ``responses/`` and ``source/`` (``UNHOOKED_CONTENT_DIR``)."""
     secret: str | None = None
@@ -105,12 +107,26 @@ class Settings:
     """Days escalation details and idle sessions are kept before ``purge`` (``UNHOOKED_RETENTION_DAYS``)."""
     escalation_excerpts: bool = False
     """Whether escalation records keep a redacted excerpt of the message (``UNHOOKED_ESCALATION_EXCERPTS``)."""
+    db_url: str | None = field(default=None, repr=False)
+    """A PostgreSQL server (``UNHOOKED_DB=postgresql://...``) instead of the SQLite file; may hold a password."""
+    pool: Pool = field(default_factory=Pool)
+    """The PostgreSQL connection pool (``UNHOOKED_DB_POOL_MIN``, ``UNHOOKED_DB_POOL_MAX``, ``UNHOOKED_DB_TIMEOUT``)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Read and check the settings; raise ``ConfigError`` with what to set."""
         env = os.environ if env is None else env
-        db_path = Path(env.get("UNHOOKED_DB", "").strip() or "data/unhooked.sqlite3")
+        pool = Pool(
+            min_size=_positive_int(env, "UNHOOKED_DB_POOL_MIN", Pool.min_size),
+            max_size=_positive_int(env, "UNHOOKED_DB_POOL_MAX", Pool.max_size),
+            timeout=_positive_float(env, "UNHOOKED_DB_TIMEOUT", Pool.timeout),
+        )
+        if pool.min_size > pool.max_size:
+            raise ConfigError(
+                f"UNHOOKED_DB_POOL_MIN ({pool.min_size}) is above UNHOOKED_DB_POOL_MAX ({pool.max_size}); "
+                "set the minimum at or below the maximum"
+            )
+        database = Database.parse(env.get("UNHOOKED_DB", ""), pool)
         content_dir = Path(env.get("UNHOOKED_CONTENT_DIR", "").strip() or default_content_dir())
         if not content_dir.is_dir():
             raise ConfigError(
@@ -124,8 +140,15 @@ class Settings:
                 "characters (e.g. the output of `python -c 'import secrets; print(secrets.token_hex(32))'`), "
                 "or unset it to have one generated in the data folder"
             )
+        if database.is_postgres and secret is None:
+            raise ConfigError(
+                "UNHOOKED_DB names a PostgreSQL server, so every replica must hash ids with the same key: set "
+                "UNHOOKED_SECRET (at least 16 random characters) to the same value for each of them"
+            )
         return cls(
-            db_path=db_path,
+            db_path=database.path,
+            db_url=database.url,
+            pool=pool,
             content_dir=content_dir,
             secret=secret,
             reload_seconds=_seconds(env, "UNHOOKED_RELOAD_SECONDS", cls.reload_seconds),
@@ -134,17 +157,23 @@ class Settings:
         )
 
     @property
+    def database(self) -> Database:
+        """The database the store opens: the PostgreSQL server if one is set, else the SQLite file."""
+        return Database(self.db_path, self.db_url, self.pool)
+
+    @property
     def spool_path(self) -> Path | None:
         """Where escalations go when the database does not take them; none for an in-memory database."""
         if str(self.db_path) == ":memory:":
             return None
         return self.db_path.parent / "escalations.spool.jsonl"
 
-    def with_db(self, db_path: Path | None) -> Settings:
-        """The same settings with another database file (a ``--db`` option)."""
-        if db_path is None:
+    def with_db(self, db: str | None) -> Settings:
+        """The same settings with another database (a ``--db`` option: a file, ``sqlite:///...`` or a URL)."""
+        if db is None:
             return self
-        return replace(self, db_path=db_path)
+        database = Database.parse(str(db), self.pool)
+        return replace(self, db_path=database.path, db_url=database.url)
 
     def secret_key(self) -> bytes:
         """The hashing key: ``UNHOOKED_SECRET``, or a key kept in ``secret.key`` beside the database file."""

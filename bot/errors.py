@@ -25,3 +25,7 @@ class ContentError(BotError):
 
 class StoreError(BotError):
     """The store could not be opened, read or written."""
+
+
+class SchemaError(StoreError):
+    """The database's migrations are not this version's: newer, or behind for a command that never migrates."""

@@ -15,8 +15,9 @@ from bot.health import STORE, Faults, describe
 from bot.logs import FIELDS
 from bot.metrics import LEVELS, Metrics
 from bot.models import Escalation
-from bot.spool import Spool, to_json
-from bot.store import Store
+from bot.spool import Spool
+from bot.store import EscalationLog
+from bot.store.codec import to_record
 
 log = logging.getLogger("unhooked.escalations")
 
@@ -34,7 +35,7 @@ class Alerter(Protocol):
 
 def log_fields(escalation: Escalation) -> dict[str, object]:
     """The structured log record of an escalation: no message text, no raw ids."""
-    record = json.loads(to_json(escalation))
+    record = to_record(escalation)
     record.pop("excerpt", None)
     return {"event": "escalation", **record}
 
@@ -49,7 +50,7 @@ class Escalator:
 
     def __init__(
         self,
-        store: Store,
+        store: EscalationLog,
         spool: Spool | None = None,
         alerter: Alerter | None = None,
         *,

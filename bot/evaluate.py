@@ -17,7 +17,7 @@ from bot.engine import Engine
 from bot.matcher import Matcher, MatcherSettings, tokens_of
 from bot.models import Incoming
 from bot.normalize import fold
-from bot.store import MemoryStore
+from bot.store.memory import MemoryStore
 
 MIN_ACCURACY = 0.92
 """The gate: at least this share of all test sentences must pass."""

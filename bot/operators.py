@@ -11,17 +11,16 @@ import os
 import re
 import time
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
-from bot.errors import BotError, ConfigError
+from bot.errors import BotError
 from bot.models import Escalation, Level
 from bot.spool import Spool
-from bot.store import Purged, SqliteStore, day_of
+from bot.store import EscalationLog, Purged, codec, day_of
 
 _RELATIVE = re.compile(r"^(\d+)\s*([mhdw])$")
 _UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -59,17 +58,6 @@ def _iso(at: float | None) -> str | None:
     return None if at is None else datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-@asynccontextmanager
-async def operator_log(db_path: Path) -> AsyncIterator[SqliteStore]:
-    """The escalation log in ``db_path``, open; refuses a path with no database rather than creating one."""
-    if str(db_path) == ":memory:":
-        raise ConfigError("an in-memory database keeps no escalation log; set UNHOOKED_DB or pass --db PATH")
-    if not db_path.is_file():
-        raise ConfigError(f"there is no database at {db_path}; set UNHOOKED_DB or pass --db with the bot's database")
-    async with SqliteStore(db_path) as store:
-        yield store
-
-
 @dataclass(frozen=True)
 class Entry:
     """An escalation as operators see it, and where it is kept."""
@@ -80,7 +68,7 @@ class Entry:
 
 
 async def entries(
-    store: SqliteStore,
+    store: EscalationLog,
     spool: Spool | None,
     *,
     since: float | None = None,
@@ -104,21 +92,10 @@ async def entries(
 def as_record(entry: Entry) -> dict[str, Any]:
     """One escalation for machines: stable keys, ISO 8601 UTC times, no message text unless opted in."""
     e = entry.escalation
-    return {
-        "id": e.id,
-        "at": _iso(e.at),
-        "level": e.level.value,
-        "category": e.category,
-        "rule": e.rule,
-        "channel": e.channel,
-        "user_key": e.user_key,
-        "resources": list(e.resources),
-        "excerpt": e.excerpt,
-        "alerted_at": _iso(e.alerted_at),
-        "acked_by": e.acked_by,
-        "acked_at": _iso(e.acked_at),
-        "stored": "spool" if entry.spooled else "database",
-    }
+    record = codec.to_record(e)
+    record.update(at=_iso(e.at), alerted_at=_iso(e.alerted_at), acked_at=_iso(e.acked_at))
+    record["stored"] = "spool" if entry.spooled else "database"
+    return record
 
 
 COLUMNS = ("ID", "WHEN (UTC)", "LEVEL", "CATEGORY", "RULE", "CHANNEL", "PERSON", "ALERTED", "ACK")
@@ -176,7 +153,7 @@ def summary(found: list[Entry]) -> str:
     return ", ".join(parts)
 
 
-async def acknowledge(store: SqliteStore, prefix: str, by: str, now: float) -> tuple[Escalation, bool]:
+async def acknowledge(store: EscalationLog, prefix: str, by: str, now: float) -> tuple[Escalation, bool]:
     """Acknowledge the escalation whose id starts with ``prefix``; return it and whether it was already acked."""
     prefix = prefix.strip().lower()
     if len(prefix) < MIN_PREFIX:
@@ -206,7 +183,7 @@ class DayStats:
     categories: Counter[str] = field(default_factory=Counter)
 
 
-async def stats(store: SqliteStore, spool: Spool | None, since: float | None = None) -> list[DayStats]:
+async def stats(store: EscalationLog, spool: Spool | None, since: float | None = None) -> list[DayStats]:
     """Counts by day, level and category: stored and spooled escalations plus those already folded by a purge."""
     first_day = day_of(since) if since is not None else None
     days: dict[str, DayStats] = defaultdict(lambda: DayStats(""))
@@ -293,7 +270,7 @@ def render_export(found: list[Entry], fmt: str) -> str:
 
 
 async def follow(
-    store: SqliteStore,
+    store: EscalationLog,
     write: Callable[[str], None],
     *,
     last: int = 10,
@@ -359,7 +336,7 @@ def retention_cutoff(now: float, days: int) -> float:
 
 
 async def list_text(
-    store: SqliteStore,
+    store: EscalationLog,
     spool: Spool | None,
     *,
     since: float | None = None,
@@ -374,7 +351,7 @@ async def list_text(
     return (table(found) + "\n" if found else "") + summary(found) + "\n"
 
 
-async def ack_text(store: SqliteStore, prefix: str, by: str, now: float) -> str:
+async def ack_text(store: EscalationLog, prefix: str, by: str, now: float) -> str:
     """``escalations ack``: what was acknowledged, or who had already done it."""
     escalation, already = await acknowledge(store, prefix, by, now)
     what = f"{escalation.id[:SHORT_ID]} ({escalation.level.value}, {escalation.category}, {when(escalation.at)} UTC)"
@@ -383,14 +360,14 @@ async def ack_text(store: SqliteStore, prefix: str, by: str, now: float) -> str:
     return f"acknowledged {what} by {escalation.acked_by}\n"
 
 
-async def stats_text(store: SqliteStore, spool: Spool | None, since: float | None, *, as_json: bool = False) -> str:
+async def stats_text(store: EscalationLog, spool: Spool | None, since: float | None, *, as_json: bool = False) -> str:
     """``escalations stats``: a table with totals, or one JSON object."""
     rows = await stats(store, spool, since)
     return (stats_json(rows) if as_json else stats_table(rows)) + "\n"
 
 
 async def export_text(
-    store: SqliteStore, spool: Spool | None, fmt: str, *, since: float | None = None, level: Level | None = None
+    store: EscalationLog, spool: Spool | None, fmt: str, *, since: float | None = None, level: Level | None = None
 ) -> tuple[str, int]:
     """``escalations export``: the text and how many escalations it holds."""
     found = await entries(store, spool, since=since, level=level)
@@ -404,7 +381,7 @@ def write_private(path: Path, text: str) -> None:
         handle.write(text)
 
 
-async def purge_text(store: SqliteStore, days: int, now: float, *, include_unacked: bool = False) -> str:
+async def purge_text(store: EscalationLog, days: int, now: float, *, include_unacked: bool = False) -> str:
     """``purge``: fold and delete what is past retention (unacknowledged escalations only if asked), and say so."""
     before = retention_cutoff(now, days)
     return purge_report(await store.purge(before, keep_unacked=not include_unacked), before, days) + "\n"

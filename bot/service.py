@@ -7,11 +7,12 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from bot.config import Settings
 from bot.engine import Engine
-from bot.errors import StoreError
+from bot.errors import ConfigError, SchemaError, StoreError
 from bot.escalation import Alerter, Escalator
 from bot.health import CONTENT, STORE, Faults, Health, describe
 from bot.lint import check_content
@@ -19,7 +20,9 @@ from bot.metrics import Metrics
 from bot.reload import ContentAlert, ContentWatcher, first_error, log_problems
 from bot.retention import Retention, RunLock
 from bot.spool import Spool
-from bot.store import MemoryStore, Store, open_store
+from bot.store import Store
+from bot.store.backends import open_store
+from bot.store.memory import MemoryStore
 
 log = logging.getLogger("unhooked.service")
 
@@ -28,6 +31,8 @@ async def _open(store: Store, spool: Spool | None, faults: Faults) -> Store:
     """Open the store and replay the spool into it; fall back to memory if the database is unusable."""
     try:
         await store.open()
+    except SchemaError:
+        raise  # another version's database: answering from memory would split people's data across versions
     except StoreError as error:
         log.error("%s; keeping sessions in memory only", error)
         faults.fail(STORE, "open", f"{describe(error)}; sessions are kept in memory only until a restart")
@@ -41,32 +46,40 @@ async def _open(store: Store, spool: Spool | None, faults: Faults) -> Store:
     return store
 
 
-def engine_health(engine: Engine, grace: dict[str, float] | None = None) -> Health:
-    """The health checks of a running engine: the store (probed), the content, and ``grace`` for adapters' checks."""
+@dataclass(frozen=True)
+class Service:
+    """What adapters get: the engine, the store behind it (each takes the interfaces it needs), and their health."""
 
-    def content() -> dict[str, Any]:
-        catalog = engine.catalog
-        if catalog is None:
-            return {"ok": False, "problems": ["no content is loaded: only crisis replies and notices go out"]}
-        return {"ok": True, "intents": len(catalog.intents), "passages": len(catalog.passages)}
+    engine: Engine
+    store: Store
 
-    async def ping() -> None:
-        await engine.sessions.store.ping()
-        engine.faults.clear(STORE, "session reads")  # a read just worked
+    def health(self, grace: dict[str, float] | None = None) -> Health:
+        """The health checks: the store (probed), the content, and ``grace`` for adapters' checks."""
+        engine = self.engine
 
-    return Health(engine.faults, ping=ping, content=content, grace=grace)
+        def content() -> dict[str, Any]:
+            catalog = engine.catalog
+            if catalog is None:
+                return {"ok": False, "problems": ["no content is loaded: only crisis replies and notices go out"]}
+            return {"ok": True, "intents": len(catalog.intents), "passages": len(catalog.passages)}
+
+        async def ping() -> None:
+            await self.store.ping()
+            engine.faults.clear(STORE, "session reads")  # a read just worked
+
+        return Health(engine.faults, ping=ping, content=content, grace=grace)
 
 
 @asynccontextmanager
-async def running_engine(
+async def running_service(
     settings: Settings,
     store: Store | None = None,
     alerter: Alerter | None = None,
     content_alert: ContentAlert | None = None,
     metrics: Metrics | None = None,
     lock: RunLock | None = None,
-) -> AsyncIterator[Engine]:
-    """An engine over the configured content and store, closed cleanly on exit.
+) -> AsyncIterator[Service]:
+    """An engine over the configured content and store, with that store, closed cleanly on exit.
 
     Broken content or an unusable database do not stop the bot: it starts with what works,
     logs what does not, and crisis replies go out either way. Content is served only when
@@ -85,7 +98,7 @@ async def running_engine(
         faults.fail(CONTENT, "start", f"content did not load at start: {first_error(problems)}")
     secret = settings.secret_key()
     spool = Spool(settings.spool_path) if settings.spool_path and store is None else None
-    store = await _open(store or open_store(settings.db_path), spool, faults)
+    store = await _open(store or open_store(settings.database), spool, faults)
     escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults)
     engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts)
     retry = asyncio.create_task(escalator.retry_forever(), name="escalation-retry")
@@ -98,7 +111,7 @@ async def running_engine(
         )
         watcher.start()
     try:
-        yield engine
+        yield Service(engine, store)
     finally:
         if watcher is not None:
             await watcher.aclose()
@@ -108,3 +121,26 @@ async def running_engine(
                 await task
         await engine.aclose()
         await store.close()
+
+
+async def migrate(settings: Settings) -> str:
+    """Apply pending migrations to the configured database (creating it if need be); say what was done."""
+    async with open_store(settings.database) as store:
+        if not store.migrated:
+            return f"{store.where} is up to date; nothing to migrate"
+        count = len(store.migrated)
+        return f"applied {count} migration{'s' if count != 1 else ''} to {store.where}: {', '.join(store.migrated)}"
+
+
+@asynccontextmanager
+async def existing_store(settings: Settings) -> AsyncIterator[Store]:
+    """The bot's database for operators' commands, open as it is: never created, never migrated."""
+    database = settings.database
+    if database.in_memory:
+        raise ConfigError("an in-memory database keeps no escalation log; set UNHOOKED_DB or pass --db PATH")
+    if not database.is_postgres and not database.path.is_file():
+        raise ConfigError(
+            f"there is no database at {settings.db_path}; set UNHOOKED_DB or pass --db with the bot's database"
+        )
+    async with open_store(database, migrate=False) as store:
+        yield store

@@ -13,7 +13,7 @@ from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
 from bot.metrics import Metrics
 from bot.models import Session
-from bot.store import Store, day_of
+from bot.store import SessionStore, day_of
 
 log = logging.getLogger("unhooked.sessions")
 
@@ -39,7 +39,7 @@ class Sessions:
 
     def __init__(
         self,
-        store: Store,
+        store: SessionStore,
         *,
         read_timeout: float = 2.0,
         flush_delay: float = FLUSH_DELAY,

@@ -2,38 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 import fcntl
-import json
 import logging
 import os
 from pathlib import Path
 
-from bot.models import Escalation, Level
-from bot.store import Store
+from bot.models import Escalation
+from bot.store import EscalationLog
+from bot.store.codec import from_json, to_json
 
 log = logging.getLogger("unhooked.spool")
-
-
-def to_json(escalation: Escalation) -> str:
-    """One escalation as one line of JSON."""
-    record = dataclasses.asdict(escalation)
-    record["level"] = escalation.level.value
-    record["resources"] = list(escalation.resources)
-    return json.dumps(record, sort_keys=True)
-
-
-def from_json(line: str) -> Escalation:
-    """The escalation written by ``to_json``; raises ``ValueError`` on anything else."""
-    record = json.loads(line)
-    if not isinstance(record, dict):
-        raise ValueError("not an object")
-    try:
-        record["level"] = Level(record["level"])
-        record["resources"] = tuple(record["resources"])
-        return Escalation(**record)
-    except (KeyError, TypeError) as error:
-        raise ValueError(str(error)) from error
 
 
 def _read(path: Path) -> list[Escalation]:
@@ -106,7 +84,7 @@ class Spool:
         """Every escalation waiting, whether a replay has taken it already or not."""
         return _read(self.claimed) + _read(self.path)
 
-    async def replay(self, store: Store) -> int:
+    async def replay(self, store: EscalationLog) -> int:
         """Move every spooled escalation into the store, then remove what was moved; return how many.
 
         If the store refuses, the records stay in ``claimed`` and the next replay takes them first.
@@ -118,7 +96,7 @@ class Spool:
             return moved
         return moved + await self._drain(store)
 
-    async def _drain(self, store: Store) -> int:
+    async def _drain(self, store: EscalationLog) -> int:
         descriptor = os.open(self.claimed, os.O_RDONLY)
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX)  # waits for an append under way to this file

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import secrets
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import settings
@@ -14,7 +18,9 @@ from bot.config import PACKAGE_DIR
 from bot.content import Catalog, load_catalog
 from bot.engine import Engine
 from bot.models import Incoming, Reply
-from bot.store import MemoryStore, SqliteStore, Store
+from bot.store import Store
+from bot.store.memory import MemoryStore
+from bot.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
     from tests.fake_bot_api import FakeBotApi
@@ -53,11 +59,110 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    """Each store implementation in turn, opened on a fresh file."""
-    made: Store = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "sessions.sqlite3")
-    async with made:
+PG_VARIABLE = "UNHOOKED_TEST_PG"
+PG_EXAMPLE = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+_PG_PROBLEM = pytest.StashKey[str]()
+
+
+def _pg_unavailable() -> str | None:
+    """Why the PostgreSQL tests cannot run here, as one sentence naming what to set; ``None`` when they can."""
+    url = os.environ.get(PG_VARIABLE, "").strip()
+    if not url:
+        return f"PostgreSQL tests skipped: set {PG_VARIABLE}, e.g. {PG_VARIABLE}={PG_EXAMPLE}"
+    with ThreadPoolExecutor(1) as thread:  # collection may already run in an event loop
+        problem = thread.submit(asyncio.run, _pg_problem(url)).result()
+    if problem:
+        return f"PostgreSQL tests skipped: {PG_VARIABLE} does not answer ({problem}); set it to a server that does"
+    return None
+
+
+def _uses_pg(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    return "pg_server" in getattr(item, "fixturenames", ()) or (
+        callspec is not None and callspec.params.get("backend") == "postgres"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without a PostgreSQL server, leave its tests out and say so once, at the end (``_PG_PROBLEM``)."""
+    wanted = [item for item in items if _uses_pg(item)]
+    if not wanted:
+        return
+    problem = _pg_unavailable()
+    if problem is None:
+        return
+    config.stash[_PG_PROBLEM] = f"{problem} ({len(wanted)} tests)"
+    config.hook.pytest_deselected(items=wanted)
+    items[:] = [item for item in items if not _uses_pg(item)]
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The one line that says the PostgreSQL tests did not run, and what to set."""
+    if _PG_PROBLEM in config.stash:
+        terminalreporter.write_line(config.stash[_PG_PROBLEM], yellow=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> str:
+    """The PostgreSQL server of ``UNHOOKED_TEST_PG`` (tests that need it are left out without one)."""
+    return os.environ[PG_VARIABLE].strip()
+
+
+async def _pg_problem(url: str) -> str | None:
+    import asyncpg
+
+    try:
+        connection = await asyncpg.connect(url, timeout=5)
+    except (OSError, TimeoutError, asyncpg.PostgresError) as error:
+        return str(error) or type(error).__name__
+    await connection.close()
+    return None
+
+
+@pytest.fixture
+async def pg_url(pg_server: str) -> AsyncIterator[str]:
+    """A URL on a fresh schema of the test server, dropped afterwards: parallel runs never meet."""
+    async with pg_schema(pg_server) as url:
+        yield url
+
+
+@asynccontextmanager
+async def pg_schema(server: str) -> AsyncIterator[str]:
+    """A fresh schema on ``server`` for the block, as a URL whose connections use it; dropped at the end."""
+    import asyncpg
+
+    schema = f"unhooked_test_{os.getpid()}_{secrets.token_hex(4)}"
+    admin = await asyncpg.connect(server)
+    try:
+        await admin.execute(f"CREATE SCHEMA {schema}")
+        separator = "&" if "?" in server else "?"
+        yield f"{server}{separator}search_path={schema}"
+    finally:
+        await admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        await admin.close()
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """Each backend in turn, as (name, where): a fresh file for SQLite, the test server for PostgreSQL."""
+    if request.param == "postgres":
+        return "postgres", request.getfixturevalue("pg_server")
+    return request.param, str(tmp_path / "sessions.sqlite3")
+
+
+@pytest.fixture
+async def store(backend: tuple[str, str]) -> AsyncIterator[Store]:
+    """Each store implementation in turn, opened on a fresh file or schema."""
+    name, where = backend
+    if name == "postgres":
+        from bot.store.postgres import PostgresStore
+
+        async with pg_schema(where) as url, PostgresStore(url) as made:
+            yield made
+        return
+    async with MemoryStore() if name == "memory" else SqliteStore(where) as made:
         yield made
 
 

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from bot.adapters.telegram import TelegramBot, run_telegram
 from bot.adapters.telegram.render import render
@@ -19,7 +19,8 @@ from bot.content import Catalog
 from bot.engine import Engine
 from bot.http import HttpServer
 from bot.models import Incoming
-from bot.store import MemoryStore, Store
+from bot.store import Store
+from bot.store.memory import MemoryStore
 from tests.conftest import REPO, SECRET
 from tests.fake_bot_api import FakeBotApi, parse_html
 
@@ -85,8 +86,8 @@ class Running:
 
     @property
     def store(self) -> Store:
-        """The store the bot uses."""
-        return self.bot.engine.sessions.store
+        """The store the bot uses (the service hands the bot one store behind every interface)."""
+        return cast(Store, self.bot.escalation_log)
 
     async def answered(self, count: int, timeout: float = 10.0) -> None:
         """Wait until the bot has answered ``count`` updates since it started."""

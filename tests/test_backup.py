@@ -11,7 +11,7 @@ import pytest
 
 from bot.errors import StoreError
 from bot.models import Session
-from bot.store import SqliteStore
+from bot.store.sqlite import SqliteStore
 from tests.test_cli import run
 
 PRELOADED = 20_000

@@ -17,7 +17,8 @@ from bot.errors import StoreError
 from bot.escalation import Escalator
 from bot.models import Escalation, Level, ReplyKind, Session, Track
 from bot.spool import Spool
-from bot.store import MemoryStore, SqliteStore
+from bot.store.memory import MemoryStore
+from bot.store.sqlite import SqliteStore
 from tests.conftest import SECRET, Chat, Clock
 
 CASES = [

@@ -9,7 +9,8 @@ from bot.content import Catalog, load_catalog
 from bot.engine import CRISIS_QUIET, HELD_BACK, NOT_UNDERSTOOD, Engine
 from bot.models import Level, ReplyKind, Track
 from bot.safety import SAFE_ACK
-from bot.store import MemoryStore, SqliteStore
+from bot.store.memory import MemoryStore
+from bot.store.sqlite import SqliteStore
 from tests.conftest import SECRET, Chat, Clock
 
 

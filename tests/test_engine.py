@@ -9,7 +9,8 @@ from bot.content import Catalog
 from bot.engine import NO_CONTENT, NOT_UNDERSTOOD, WHICH_TOPIC, Engine
 from bot.errors import StoreError
 from bot.models import Level, ReplyKind, Session
-from bot.store import MemoryStore, SqliteStore
+from bot.store.memory import MemoryStore
+from bot.store.sqlite import SqliteStore
 from tests.conftest import SECRET, Chat
 
 

@@ -18,9 +18,10 @@ from bot.engine import Engine
 from bot.errors import StoreError
 from bot.escalation import Escalator, log_line
 from bot.models import Escalation, Incoming, Level
-from bot.service import running_engine
+from bot.service import running_service
 from bot.spool import Spool
-from bot.store import MemoryStore, SqliteStore
+from bot.store.memory import MemoryStore
+from bot.store.sqlite import SqliteStore
 from tests.conftest import REPO, SECRET, Chat
 
 
@@ -94,7 +95,8 @@ async def test_when_the_database_refuses_the_escalation_goes_to_the_spool(catalo
 
 async def test_the_spool_is_replayed_into_the_database_at_the_next_start(tmp_path: Path) -> None:
     settings = Settings(db_path=tmp_path / "bot.sqlite3", content_dir=REPO, secret="s" * 20)
-    async with running_engine(settings) as engine:
+    async with running_service(settings) as service:
+        engine = service.engine
         locker = sqlite3.connect(settings.db_path)
         locker.execute("BEGIN EXCLUSIVE")  # another process holds the write lock: the database is unwritable
         try:
@@ -104,7 +106,7 @@ async def test_the_spool_is_replayed_into_the_database_at_the_next_start(tmp_pat
             locker.close()
     assert outcome.replies[0].kind.value == "crisis"
     assert [e.id for e in Spool(settings.spool_path).read()] == [outcome.escalation.id]
-    async with running_engine(settings):
+    async with running_service(settings):
         pass
     assert not settings.spool_path.exists()
     async with SqliteStore(settings.db_path) as store:

@@ -27,8 +27,8 @@ import pytest
 from bot import spool as spool_module
 from bot.adapters.telegram import health as telegram_health
 from bot.models import Incoming
-from bot.service import running_engine
-from bot.store import SqliteStore
+from bot.service import running_service
+from bot.store.sqlite import SqliteStore
 from tests.conftest import REPO
 from tests.fake_bot_api import FakeBotApi
 from tests.telegram_harness import Running, free_port, settings_for, telegram_bot
@@ -134,7 +134,7 @@ async def test_a_read_only_database(
     path = settings_for(tmp_path).db_path
     async with SqliteStore(path):
         pass  # the file exists, migrated, as after an earlier run
-    monkeypatch.setattr("bot.service.open_store", ReadOnlyStore)
+    monkeypatch.setattr("bot.service.open_store", lambda database: ReadOnlyStore(database.path))
     async with telegram_bot(api, tmp_path, http_port=free_port()) as tg:
         api.send(BOB, "why do I miss him")
         api.send(CAROL, "I want to die")
@@ -258,7 +258,8 @@ async def test_crisis_replies_go_out_with_no_database_at_all(tmp_path: Path) -> 
     blocked = tmp_path / "file-not-folder"
     blocked.write_text("in the way")
     settings = dataclasses.replace(settings_for(tmp_path), db_path=blocked / "bot.sqlite3")
-    async with running_engine(settings) as engine:
+    async with running_service(settings) as service:
+        engine = service.engine
         outcome = await engine.handle(Incoming("1", "I want to die", "test"))
         assert "988" in outcome.replies[0].text
         [(source, fault)] = engine.faults.of("store").items()

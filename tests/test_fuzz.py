@@ -20,7 +20,7 @@ from bot.content import Catalog, read_content
 from bot.engine import Engine
 from bot.models import Incoming, ReplyKind
 from bot.normalize import MAX_CHARS
-from bot.store import MemoryStore
+from bot.store.memory import MemoryStore
 from bot.yamlfile import MAX_DEPTH, MAX_FILE_BYTES, read_yaml
 from tests.conftest import SECRET
 

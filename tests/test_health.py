@@ -14,8 +14,8 @@ from bot.adapters.telegram import health as telegram_health
 from bot.engine import Engine
 from bot.errors import ConfigError, StoreError
 from bot.health import CONTENT, STORE, Faults, Health
-from bot.service import engine_health
-from bot.store import MemoryStore
+from bot.service import Service
+from bot.store.memory import MemoryStore
 from tests.conftest import SECRET, Clock
 from tests.fake_bot_api import FakeBotApi
 from tests.telegram_harness import Running, free_port, telegram_bot
@@ -65,8 +65,9 @@ async def test_a_fault_counts_only_once_it_outlasts_its_grace_and_clears_when_th
 
 
 async def test_an_unreadable_store_and_missing_content_fail_their_checks() -> None:
-    engine = Engine(DownPing(), SECRET, None)
-    ok, body = await engine_health(engine).report()
+    store = DownPing()
+    engine = Engine(store, SECRET, None)
+    ok, body = await Service(engine, store).health().report()
     assert not ok and body["failing"] == [STORE, CONTENT]
     assert body["checks"][STORE]["problems"] == [
         "the database cannot be read: could not read the database in /data/unhooked.sqlite3: disk I/O error"

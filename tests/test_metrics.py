@@ -13,7 +13,7 @@ from bot.engine import Engine
 from bot.health import Faults
 from bot.metrics import Metrics, Registry
 from bot.reload import reload_content
-from bot.store import MemoryStore
+from bot.store.memory import MemoryStore
 from tests.conftest import REPO, SECRET, Chat
 
 SAMPLE = re.compile(r'^([a-z_]+)(\{(?:[a-z_]+="(?:[^"\\]|\\.)*",?)*\})? (-?[0-9.e+]+|\+Inf|NaN)$')

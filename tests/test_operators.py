@@ -8,6 +8,7 @@ import json
 import os
 import select
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -18,7 +19,7 @@ import pytest
 from bot.models import Escalation, Level
 from bot.operators import parse_since
 from bot.spool import Spool
-from bot.store import SqliteStore
+from bot.store.sqlite import SqliteStore
 from tests.conftest import REPO
 
 NOW = time.time()
@@ -303,3 +304,34 @@ def test_purge_days_option_and_a_bad_setting(log: Path) -> None:
     assert "retention 1 day)" in run("purge", "--days", "1", db=log).stdout
     bad = run("purge", db=log, env={"UNHOOKED_RETENTION_DAYS": "forever"})
     assert bad.returncode == 1 and bad.stderr.startswith("unhooked: UNHOOKED_RETENTION_DAYS must be a whole number")
+
+
+def test_read_commands_never_migrate_and_migrate_does_it_once(tmp_path: Path) -> None:
+    db = tmp_path / "old.sqlite3"
+    connection = sqlite3.connect(db)
+    connection.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    connection.execute("INSERT INTO _migrations VALUES ('0001_sessions', 'then')")
+    connection.commit()
+    refused = run("escalations", "list", db=db)
+    assert refused.returncode == 1
+    assert "lacks migrations 0002_escalations" in refused.stderr and "python -m bot migrate" in refused.stderr
+    assert [row[0] for row in connection.execute("SELECT name FROM _migrations")] == ["0001_sessions"]
+    connection.execute("DROP TABLE _migrations")
+    connection.commit()
+    fresh = tmp_path / "fresh.sqlite3"
+    first = run("migrate", db=fresh)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith(f"applied 8 migrations to {fresh}: 0001_sessions, ")
+    again = run("migrate", db=fresh)
+    assert again.stdout == f"{fresh} is up to date; nothing to migrate\n"
+    assert run("escalations", "list", db=fresh).stdout == "no escalations\n"
+
+
+def test_every_command_refuses_a_database_from_a_newer_version(log: Path) -> None:
+    connection = sqlite3.connect(log)
+    connection.execute("INSERT INTO _migrations VALUES ('0999_from_a_newer_version', 'later')")
+    connection.commit()
+    for command in (("escalations", "list"), ("migrate",), ("purge",)):
+        result = run(*command, db=log)
+        assert result.returncode == 1
+        assert "has migration 0999_from_a_newer_version, which this version of Unhooked does not know" in result.stderr

@@ -11,7 +11,7 @@ from bot.content import Catalog
 from bot.engine import Engine
 from bot.escalation import log_line
 from bot.redact import EXCERPT_CHARS, excerpt, redact
-from bot.store import MemoryStore
+from bot.store.memory import MemoryStore
 from tests.conftest import SECRET, Chat
 
 

@@ -28,7 +28,7 @@ from bot.adapters.telegram.render import render
 from bot.content import Catalog
 from bot.engine import Engine
 from bot.models import Incoming, Level, Track
-from bot.store import MemoryStore
+from bot.store.memory import MemoryStore
 from tests.fake_bot_api import FakeBotApi, parse_html
 from tests.test_telegram_process import LINES, ended, start
 

@@ -13,8 +13,8 @@ from bot.config import Settings
 from bot.engine import Engine
 from bot.models import Problem
 from bot.reload import Reload, reload_content, reload_content_async
-from bot.service import running_engine
-from bot.store import MemoryStore
+from bot.service import running_service
+from bot.store.memory import MemoryStore
 from tests.conftest import MINI_CONTENT, REPO, Chat
 
 Mini = Callable[..., Path]
@@ -85,7 +85,8 @@ def settings_for(root: Path, reload_seconds: float) -> Settings:
 async def test_the_running_bot_serves_a_good_edit_without_a_restart(mini_content: Mini) -> None:
     root = mini_content()
     refused = Refused()
-    async with running_engine(settings_for(root, 0.05), MemoryStore(), content_alert=refused) as engine:
+    async with running_service(settings_for(root, 0.05), MemoryStore(), content_alert=refused) as service:
+        engine = service.engine
         chat = Chat(engine)
         await chat.say("howdy partner")
         assert chat.last.match.intent is None
@@ -101,7 +102,8 @@ async def test_the_running_bot_serves_a_good_edit_without_a_restart(mini_content
 async def test_the_running_bot_refuses_a_broken_edit_and_alerts_operators(mini_content: Mini) -> None:
     root = mini_content()
     refused = Refused()
-    async with running_engine(settings_for(root, 0.05), MemoryStore(), content_alert=refused) as engine:
+    async with running_service(settings_for(root, 0.05), MemoryStore(), content_alert=refused) as service:
+        engine = service.engine
         before = engine.catalog
         quotes = root / "responses" / "miss.yml"
         quotes.write_text(MINI_CONTENT["responses/miss.yml"].replace("not proof", "no proof"))
@@ -116,9 +118,9 @@ async def test_the_running_bot_refuses_a_broken_edit_and_alerts_operators(mini_c
 
 
 async def test_reloading_can_be_turned_off(mini_content: Mini) -> None:
-    async with running_engine(settings_for(mini_content(), 0), MemoryStore()):
+    async with running_service(settings_for(mini_content(), 0), MemoryStore()):
         assert "content-watcher" not in {task.get_name() for task in asyncio.all_tasks()}
-    async with running_engine(settings_for(mini_content(), 5), MemoryStore()):
+    async with running_service(settings_for(mini_content(), 5), MemoryStore()):
         assert "content-watcher" in {task.get_name() for task in asyncio.all_tasks()}
 
 

@@ -8,7 +8,7 @@ from contextlib import closing
 from pathlib import Path
 
 from bot.models import Escalation, Level, Session
-from bot.store import SqliteStore
+from bot.store.sqlite import SqliteStore
 from tests.test_cli import run
 
 

@@ -8,8 +8,9 @@ from pathlib import Path
 from bot.config import Settings
 from bot.models import Escalation, Level, Session
 from bot.retention import LocalLock, Retention
-from bot.service import running_engine
-from bot.store import MemoryStore, SqliteStore
+from bot.service import running_service
+from bot.store.memory import MemoryStore
+from bot.store.sqlite import SqliteStore
 from tests.conftest import REPO, Clock
 
 DAY = 86400.0
@@ -51,8 +52,8 @@ async def test_the_running_bot_purges_at_start_without_cron(tmp_path: Path) -> N
         await store.record_escalations([escalation("old", 1_000_000.0), escalation("unacked", 1_000_000.0)])
         await store.acknowledge("old", "sam", 1_000_100.0)
     settings = Settings(db_path=path, content_dir=REPO, secret="s" * 32, reload_seconds=0)
-    async with running_engine(settings) as engine:
-        store = engine.sessions.store
+    async with running_service(settings) as service:
+        engine, store = service.engine, service.store
         for _ in range(200):  # the purge runs in the background as the bot starts
             if [e.id for e in await store.escalations()] == ["unacked"]:
                 break

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from bot.models import Session
 from bot.sessions import RECENT_SECONDS, Sessions
-from bot.store import MemoryStore
+from bot.store.memory import MemoryStore
 
 
 class SlowStore(MemoryStore):

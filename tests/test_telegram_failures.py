@@ -14,7 +14,7 @@ from bot.engine import APOLOGY
 from bot.errors import StoreError
 from bot.models import Incoming
 from bot.sessions import day_of
-from bot.store import MemoryStore
+from bot.store.memory import MemoryStore
 from tests.fake_bot_api import FakeBotApi
 from tests.telegram_harness import OPERATORS, Running, telegram_bot, transcripts
 

@@ -11,7 +11,7 @@ from bot.adapters.telegram import inbound as intake
 from bot.adapters.telegram.inbound import KEEP_IDS_FOR, Journal, Lanes
 from bot.errors import StoreError
 from bot.health import STORE, Faults
-from bot.store import MemoryStore
+from bot.store.memory import MemoryStore
 from tests.conftest import Clock
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import aiohttp
 
-from bot.store import MemoryStore
+from bot.store.memory import MemoryStore
 from tests.fake_bot_api import FakeBotApi
 from tests.telegram_harness import WEBHOOK_SECRET, Running, telegram_bot
 

@@ -43,8 +43,8 @@ from bot.http import HttpServer, serve_monitoring
 from bot.logs import quiet_library_logs
 from bot.metrics import Metrics
 from bot.models import ReplyKind
-from bot.service import engine_health, running_engine
-from bot.store import Store
+from bot.service import running_service
+from bot.store import EscalationLog, Store
 
 log = logging.getLogger("unhooked.telegram")
 
@@ -70,6 +70,7 @@ class TelegramBot:
         telegram: TelegramSettings,
         application: Application,
         journal: Journal,
+        escalation_log: EscalationLog,
         *,
         clock: Callable[[], float] = time.time,
         metrics: TelegramMetrics | None = None,
@@ -79,14 +80,16 @@ class TelegramBot:
         self.telegram = telegram
         self.application = application
         self.journal = journal
+        self.escalation_log = escalation_log
+        """The escalation log, for operators' taps and /stats."""
         self._clock = clock
         self.answered = 0
         """Updates answered since start."""
         self.telegram_metrics = metrics
         """The adapter's own metrics (blocked people), beside the engine's."""
         self.replies = Replies(engine, telegram, application, clock=clock, metrics=metrics)
-        self.people = People(self.replies)
-        self.operators = Operators(self.replies, settings)
+        self.people = People(self.replies, journal.store)
+        self.operators = Operators(self.replies, settings, escalation_log)
         self.install()
 
     def install(self) -> None:
@@ -239,15 +242,16 @@ async def run_telegram(
         ) from None
     metrics = Metrics()
     try:
-        async with running_engine(settings, store, alerter, content_alert, metrics=metrics) as engine:
+        async with running_service(settings, store, alerter, content_alert, metrics=metrics) as service:
+            engine = service.engine
             watched = TelegramMetrics(metrics.registry, engine.faults)
             sender.watch(watched)
-            journal = Journal(engine.sessions.store, metrics=metrics, faults=engine.faults)
-            bot = TelegramBot(engine, settings, telegram, application, journal, metrics=watched)
+            journal = Journal(service.store, metrics=metrics, faults=engine.faults)
+            bot = TelegramBot(engine, settings, telegram, application, journal, service.store, metrics=watched)
             lanes = Lanes(bot.handle, telegram.max_concurrent_chats, on_answered=watched.answering.observe)
             watched.pending.read = lambda: lanes.pending
             intake = Intake(journal, lanes, watched)
-            health = engine_health(engine, {TELEGRAM: telegram_health.LINK_GRACE})
+            health = service.health({TELEGRAM: telegram_health.LINK_GRACE})
             return await _serve(bot, intake, health, webhook=webhook, stop=stop, started=started)
     finally:
         await application.shutdown()

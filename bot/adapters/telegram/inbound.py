@@ -29,7 +29,7 @@ from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
 from bot.metrics import Metrics
 from bot.sessions import write_behind
-from bot.store import Answered, Store
+from bot.store import Answered, TelegramJournal
 
 log = logging.getLogger("unhooked.telegram.intake")
 
@@ -82,7 +82,7 @@ class Journal:
 
     def __init__(
         self,
-        store: Store,
+        store: TelegramJournal,
         clock: Callable[[], float] = time.time,
         *,
         metrics: Metrics | None = None,

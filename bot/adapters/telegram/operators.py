@@ -18,6 +18,7 @@ from bot.escalation import Alerter
 from bot.models import Escalation
 from bot.reload import ContentAlert, Reload, reload_content_async
 from bot.sessions import day_of
+from bot.store import EscalationLog
 
 log = logging.getLogger("unhooked.telegram")
 
@@ -37,9 +38,10 @@ MAX_ALERT_CHARS = 3500
 class Operators:
     """The handlers for admins and the operators' chat."""
 
-    def __init__(self, replies: Replies, settings: Settings) -> None:
+    def __init__(self, replies: Replies, settings: Settings, escalation_log: EscalationLog) -> None:
         self.replies = replies
         self.settings = settings
+        self.escalation_log = escalation_log
 
     async def acknowledge(self, query: CallbackQuery, escalation_id: str) -> str | None:
         """An operator's Acknowledge tap: record who, and mark the alert; returns the note the tap shows."""
@@ -51,8 +53,7 @@ class Operators:
         user = query.from_user
         by = f"telegram:{user.id}" + (f" @{user.username}" if user.username else "")
         try:
-            store = self.replies.engine.sessions.store
-            escalation = await store.acknowledge(escalation_id, by, self.replies.clock())
+            escalation = await self.escalation_log.acknowledge(escalation_id, by, self.replies.clock())
         except StoreError as error:
             log.error("could not record an acknowledgement: %s", error)
             return "Not recorded: the database is not answering. Please try again."
@@ -68,7 +69,7 @@ class Operators:
         sessions = self.replies.engine.sessions
         try:
             await sessions.flush()
-            counts = await sessions.store.counts(day)
+            counts = await self.escalation_log.counts(day)
         except StoreError as error:
             await self.replies.send(update, [plain(f"The database is not answering: {error}")])
             return

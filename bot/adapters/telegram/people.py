@@ -19,6 +19,7 @@ from bot.adapters.telegram.render import forget_buttons, plain, topic_buttons
 from bot.adapters.telegram.replies import CHANNEL, Replies, Turn
 from bot.errors import StoreError
 from bot.models import Detection, Level, ReplyKind, Suggestion
+from bot.store import TelegramJournal
 
 log = logging.getLogger("unhooked.telegram")
 
@@ -26,8 +27,10 @@ log = logging.getLogger("unhooked.telegram")
 class People:
     """The handlers for people: each sends its replies (``Replies``) before returning."""
 
-    def __init__(self, replies: Replies) -> None:
+    def __init__(self, replies: Replies, journal: TelegramJournal) -> None:
         self.replies = replies
+        self.journal = journal
+        """Groups told, and chats' message ids for /erase."""
         self._told_groups: set[str] = set()
 
     async def on_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -83,7 +86,7 @@ class People:
         self._told_groups.add(key)
         try:
             async with asyncio.timeout(STORE_TIMEOUT):
-                first = await self.replies.engine.sessions.store.tell_group_once(key, self.replies.clock())
+                first = await self.journal.tell_group_once(key, self.replies.clock())
         except (StoreError, TimeoutError):
             first = True
         if first:
@@ -126,7 +129,7 @@ class People:
         replies = self.replies
         chat_id = update.effective_chat.id
         turn = replies.turns.get(update.update_id) or Turn(replies.key(chat_id))
-        store = replies.engine.sessions.store
+        store = self.journal
         try:
             known = await store.message_ids(replies.key(chat_id))
         except StoreError as error:

@@ -1,0 +1,98 @@
+"""What only the PostgreSQL backend does: migrations shared by replicas, refusals, the CLI on a server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+
+import asyncpg
+import pytest
+
+from bot.database import Pool
+from bot.errors import SchemaError, StoreError
+from bot.store.postgres import MIGRATIONS, PostgresStore
+from tests.conftest import REPO
+from tests.records import escalation
+
+
+def test_the_postgresql_migrations_are_files_per_part() -> None:
+    assert [(m.name, m.part) for m in MIGRATIONS] == [
+        ("0001_sessions", "core"),
+        ("0002_escalations", "core"),
+        ("0003_daily_counts", "core"),
+        ("0010_updates", "telegram"),
+        ("0011_message_ids", "telegram"),
+        ("0012_told_groups", "telegram"),
+    ]
+
+
+async def test_replicas_starting_together_apply_each_migration_once(pg_url: str) -> None:
+    stores = [PostgresStore(pg_url) for _ in range(4)]
+    await asyncio.gather(*(store.open() for store in stores))
+    try:
+        assert sorted(len(store.migrated) for store in stores) == [0, 0, 0, len(MIGRATIONS)]
+        assert await stores[0].applied_migrations() == [m.name for m in MIGRATIONS]
+    finally:
+        await asyncio.gather(*(store.close() for store in stores))
+
+
+async def test_a_database_from_a_newer_version_is_refused_and_one_behind_is_not_migrated_by_read_commands(
+    pg_url: str,
+) -> None:
+    early = tuple(m for m in MIGRATIONS if m.part == "core")
+    async with PostgresStore(pg_url, migrations=early):
+        pass
+    with pytest.raises(SchemaError, match="lacks migrations 0010_updates, 0011_message_ids, 0012_told_groups"):
+        await PostgresStore(pg_url, migrate=False).open()
+    async with PostgresStore(pg_url) as store:
+        assert store.migrated == ("0010_updates", "0011_message_ids", "0012_told_groups")
+    connection = await asyncpg.connect(pg_url)
+    await connection.execute("INSERT INTO _migrations VALUES ('0099_newer', 'later')")
+    await connection.close()
+    for migrate in (True, False):
+        with pytest.raises(SchemaError, match="has migration 0099_newer, which this version of Unhooked does not"):
+            await PostgresStore(pg_url, migrate=migrate).open()
+
+
+async def test_a_schema_never_migrated_is_not_taken_for_the_bots_database(pg_url: str) -> None:
+    with pytest.raises(StoreError, match="is not an Unhooked database"):
+        await PostgresStore(pg_url, migrate=False, where="the test schema").open()
+
+
+async def test_a_server_that_does_not_answer_is_a_store_error_without_the_password() -> None:
+    store = PostgresStore("postgresql://bot:hunter2@127.0.0.1:1/none", Pool(timeout=1), where="postgresql://bot@x")
+    with pytest.raises(StoreError, match="could not connect to the database in postgresql://bot@x") as raised:
+        await store.open()
+    assert "hunter2" not in str(raised.value)
+
+
+async def test_the_store_is_shared_by_replicas(pg_url: str) -> None:
+    async with PostgresStore(pg_url) as one, PostgresStore(pg_url) as two:
+        await one.record_escalations([escalation("a")])
+        await two.record_escalations([escalation("a"), escalation("b")])
+        assert [e.id for e in await one.escalations()] == ["a", "b"]
+        assert await one.record_updates([(1, "{}"), (2, "{}")], 1.0) == [1, 2]
+        assert await two.record_updates([(2, "{}"), (3, "{}")], 1.0) == [3]  # an update is taken once
+
+
+def _cli(*args: str, url: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "UNHOOKED_DB": url, "UNHOOKED_SECRET": "s" * 32}
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=60, check=False
+    )
+
+
+def test_the_operators_commands_work_on_postgresql_and_only_migrate_does_migrate(pg_url: str) -> None:
+    refused = _cli("escalations", "list", url=pg_url)
+    assert refused.returncode == 1 and "is not an Unhooked database" in refused.stderr
+    done = _cli("migrate", url=pg_url)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("applied 6 migrations to postgresql://postgres@127.0.0.1:5432/test: 0001_sessions")
+    chat = _cli("chat", url=pg_url)
+    assert chat.returncode == 0, chat.stderr
+    listed = _cli("escalations", "list", url=pg_url)
+    assert listed.stdout == "no escalations\n", listed.stderr
+    backup = _cli("backup", "/tmp/never.sqlite3", url=pg_url)
+    assert backup.returncode == 1 and "back up PostgreSQL with pg_dump" in backup.stderr
