@@ -441,18 +441,16 @@ def _migrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sqlite_file(settings: Settings, what: str) -> None:
+def _sqlite_file(settings: Settings, what: str, postgres: str) -> None:
     if settings.database.in_memory:
         raise ConfigError(f"an in-memory database has nothing to {what}; set UNHOOKED_DB or --db to the database file")
     if settings.database.is_postgres:
-        raise ConfigError(
-            f"{what} works on a SQLite database; for PostgreSQL use pg_dump and pg_restore (see deploy/README.md)"
-        )
+        raise ConfigError(f"{postgres} (see deploy/README.md)")
 
 
 def _backup(args: argparse.Namespace) -> int:
     settings = Settings.from_env().with_db(args.db)
-    _sqlite_file(settings, "back up")
+    _sqlite_file(settings, "back up", "backup copies a SQLite database; back up PostgreSQL with pg_dump")
 
     async def run() -> Backup:
         async with existing_store(settings) as store:
@@ -469,7 +467,7 @@ def _backup(args: argparse.Namespace) -> int:
 
 def _restore(args: argparse.Namespace) -> int:
     settings = Settings.from_env().with_db(args.db)
-    _sqlite_file(settings, "restore")
+    _sqlite_file(settings, "restore", "restore writes a SQLite database; restore PostgreSQL with pg_restore")
     done = asyncio.run(backups.restore(args.path, settings.db_path, force=args.force))
     if done.kept is not None:
         print(f"kept the database it replaces as {done.kept}")
