@@ -51,7 +51,8 @@ class Catalog:
 
     def conversational(self, intent: Intent) -> bool:
         """Small talk or "tell me more": no passage of the intent is quoted from the article."""
-        return not any(self.passages[passage_id].quoted for passage_id in intent.responses)
+        passages = (self.passages.get(passage_id) for passage_id in intent.responses)
+        return not any(passage.quoted for passage in passages if passage is not None)
 
     def menu(self) -> list[Intent]:
         """The intents offered as topics, in their menu order."""
@@ -216,8 +217,12 @@ def _article_title(reader: _Reader, root: Path) -> str:
     return reader.text(data, "title", path, required=True) or ""
 
 
-def read_content(root: Path) -> tuple[Catalog | None, list[Problem]]:
-    """Read every content file under ``root``; return the catalogue (if usable) and all problems."""
+def read_content(root: Path, *, partial: bool = False) -> tuple[Catalog | None, list[Problem]]:
+    """Read every content file under ``root``; return the catalogue (if usable) and all problems.
+
+    ``partial`` returns what did load even when there are errors (for ``check``, which goes on checking
+    it), and ``None`` only when the content folders are missing.
+    """
     reader = _Reader()
     intents_dir, responses_dir = root / "intents", root / "responses"
     for folder in (intents_dir, responses_dir):
@@ -245,7 +250,7 @@ def read_content(root: Path) -> tuple[Catalog | None, list[Problem]]:
     _cross_check(reader, intents, passages)
     title = _article_title(reader, root)
     rules = _safety_rules(reader, root / SAFETY_FILE)
-    if any(problem.level == "error" for problem in reader.problems):
+    if not partial and any(problem.level == "error" for problem in reader.problems):
         return None, reader.problems
     catalog = Catalog(root=root, intents=intents, passages=passages, article_title=title, safety_rules=rules)
     return catalog, reader.problems

@@ -15,6 +15,7 @@ from pathlib import Path
 from bot import safety
 from bot.health import Faults, describe
 from bot.lexicon import Rule
+from bot.metrics import Metrics
 from bot.models import Detection, Level
 from bot.rules import floor
 from bot.screen import Screened, screen
@@ -41,8 +42,11 @@ def _load(folder: Path | None) -> object:
 class CrisisScreen:
     """Screens one message: ``detect`` never raises, and a failing lexicon counts as a crisis."""
 
-    def __init__(self, model: str | None = None, *, faults: Faults | None = None) -> None:
+    def __init__(
+        self, model: str | None = None, *, faults: Faults | None = None, metrics: Metrics | None = None
+    ) -> None:
         self.faults = faults or Faults()
+        self.metrics = metrics
         self.rules: tuple[Rule, ...] = floor()  # raises FloorError, with a sentence, if the floor does not compile
         self.model = None
         self.model_state = OFF
@@ -71,6 +75,7 @@ class CrisisScreen:
             found = safety.detect(screened, self.rules)
         except Exception:
             log.exception("the crisis screen failed; answering with crisis resources to be safe")
+            self._count("screen")
             return None, safety.SCREEN_FAILED
         if self.model is None or (found is not None and found.level.rank >= Level.CRISIS.rank):
             return screened, found
@@ -79,10 +84,15 @@ class CrisisScreen:
         except Exception as error:
             log.exception("the learned crisis screen failed on a message; the lexicon's verdict stands")
             self._fail("detect", describe(error))
+            self._count(MODEL)
             return screened, found
         if learned is None or (found is not None and found.level.rank >= learned.level.rank):
             return screened, found
         return screened, learned
+
+    def _count(self, part: str) -> None:
+        if self.metrics is not None:
+            self.metrics.handler_errors.inc(part)
 
     def _fail(self, source: str, detail: str) -> None:
         log.error("learned crisis screen: %s", detail)

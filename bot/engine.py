@@ -15,6 +15,7 @@ from bot.content import Catalog
 from bot.crisis import CrisisScreen
 from bot.escalation import Escalator
 from bot.health import Faults
+from bot.lexicon import CATEGORIES
 from bot.matcher import Matcher, MatcherSettings
 from bot.metrics import Metrics
 from bot.models import (
@@ -96,7 +97,7 @@ class Engine:
         self._matcher_settings = matcher_settings
         self.catalog: Catalog | None = None
         self.matcher: Matcher | None = None
-        self.screen = screen or CrisisScreen(faults=self.faults)
+        self.screen = screen or CrisisScreen(faults=self.faults, metrics=self.metrics)
         """The one crisis screen: lexicon floor, moderators' rules and the learned model; adapters screen through it."""
         self.use(catalog)
 
@@ -106,8 +107,11 @@ class Engine:
         The crisis screen always runs the floor's rules, plus the catalogue's own safety rules, plus the model.
         """
         matcher = Matcher(catalog.phrases(), self._matcher_settings) if catalog else None
-        self.screen.use(floor() + catalog.safety_rules if catalog else floor())
+        rules = floor() + catalog.safety_rules if catalog else floor()
+        self.screen.use(rules)
         self.catalog, self.matcher = catalog, matcher
+        categories = {*CATEGORIES, *(rule.category for rule in rules), safety.SCREEN_FAILED.category}
+        self.metrics.serving(catalog.intents if catalog else (), categories)
         self.metrics.content_loaded.set(1 if catalog else 0)
         self.metrics.content_intents.set(len(catalog.intents) if catalog else 0)
 
@@ -166,6 +170,7 @@ class Engine:
         try:
             match, answers = self._answer(incoming, session, calm=in_crisis)
         except Exception:
+            self.metrics.handler_errors.inc("answer")
             log.exception("answering failed; sending an apology")
             match, answers = None, [Reply(APOLOGY, ReplyKind.NOTICE)]
         self._finish(session, now)
@@ -199,6 +204,7 @@ class Engine:
             self.sessions.count(f"escalations.{detection.level.value}", now)
             await self.escalator.record(escalation)
         except Exception:
+            self.metrics.handler_errors.inc("crisis_bookkeeping")
             log.exception("bookkeeping for escalation %s failed; the crisis reply goes out anyway", escalation.id)
         return Outcome((reply,), None, detection, escalation)
 
@@ -209,6 +215,7 @@ class Engine:
         try:
             return redact.excerpt(text)
         except Exception:
+            self.metrics.handler_errors.inc("excerpt")
             log.exception("could not redact an excerpt; the escalation is recorded without one")
             return None
 

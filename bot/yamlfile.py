@@ -132,7 +132,15 @@ def read_yaml(path: Path) -> tuple[Any, list[Problem]]:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark else 1
         reason = error.problem or error.context or "the YAML is malformed"
-        if error.context and error.context_mark and error.problem:
+        if error.context and error.context_mark and error.context.startswith("while scanning"):
+            # An unclosed quote or a broken token: YAML notices only where the file (or the next quote) ends,
+            # so the problem is reported where the token starts.
+            where = line
+            line = error.context_mark.line + 1
+            opened = "the quote opened on this line is never closed" if "quoted" in error.context else ""
+            what = opened or f"{error.context.removeprefix('while scanning ')} starting on this line is broken"
+            reason = f"{what} (YAML noticed on line {where}: {reason})"
+        elif error.context and error.context_mark and error.problem:
             reason += f" ({error.context} that starts on line {error.context_mark.line + 1})"
         hint = (
             "" if "alias" in reason or "twice" in reason else "; check the indentation, colons and quotes on this line"
