@@ -95,7 +95,7 @@ async def running_service(
     secret = settings.secret_key()
     spool = Spool(settings.spool_path) if settings.spool_path and store is None else None
     store = await _open(store or open_store(settings.database), spool, faults)
-    escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults)
+    escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults, locks=store.locks)
     engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts)
     retry = asyncio.create_task(escalator.retry_forever(), name="escalation-retry")
     watcher = None
