@@ -237,6 +237,24 @@ class Journal:
             await asyncio.sleep(every)
 
 
+async def answer_in_slot(
+    slots: asyncio.Semaphore,
+    handle: Callable[[Update], Awaitable[None]],
+    update: Update,
+    arrived: float,
+    on_answered: Callable[[float], None] | None,
+) -> None:
+    """Answer one update once a slot is free; a handler's failure is logged, the latency told to ``on_answered``."""
+    async with slots:
+        try:
+            await handle(update)
+        except Exception:
+            log.exception("an update could not be handled")
+        else:
+            if on_answered is not None:
+                on_answered(time.perf_counter() - arrived)
+
+
 class Lanes:
     """One lane per chat: a chat's updates one at a time, in order; different chats at once, up to ``limit``."""
 
@@ -274,14 +292,7 @@ class Lanes:
         try:
             while lane:
                 update, arrived = lane[0]
-                async with self._slots:
-                    try:
-                        await self._handle(update)
-                    except Exception:
-                        log.exception("an update could not be handled")
-                    else:
-                        if self._on_answered is not None:
-                            self._on_answered(time.perf_counter() - arrived)
+                await answer_in_slot(self._slots, self._handle, update, arrived, self._on_answered)
                 lane.popleft()
                 self.pending -= 1
                 async with self._changed:

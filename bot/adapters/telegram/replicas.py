@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 
 from telegram import Bot, Update
 
-from bot.adapters.telegram.inbound import RECENT_IDS, STORE_TIMEOUT, Journal, lane_of
+from bot.adapters.telegram.inbound import RECENT_IDS, STORE_TIMEOUT, Journal, answer_in_slot, lane_of
 from bot.errors import ConfigError, StoreError
 from bot.sessions import Sessions
 from bot.store import Locks
@@ -168,14 +168,7 @@ class SharedLanes:
                 await self._answer(lane, *found)
 
     async def _answer(self, lane: int, update: Update, arrived: float) -> None:
-        async with self._slots:
-            try:
-                await self._handle(update)
-            except Exception:
-                log.exception("an update could not be handled")
-            else:
-                if self._on_answered is not None:
-                    self._on_answered(time.perf_counter() - arrived)
+        await answer_in_slot(self._slots, self._handle, update, arrived, self._on_answered)
         self._answered[update.update_id] = None
         if len(self._answered) > RECENT_IDS:
             self._answered.popitem(last=False)
