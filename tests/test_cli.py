@@ -238,3 +238,10 @@ def test_chat_gives_the_danger_track_reply_and_keeps_help_in_view(tmp_path: Path
 
 def test_top_level_help_has_an_example() -> None:
     assert "python -m bot chat" in _parser().format_help()
+
+
+def test_match_stores_nothing_not_even_a_secret_key(tmp_path: Path) -> None:
+    result = run("match", "why do I miss him", "I want to die", tmp=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "intent:    miss_them" in result.stdout
+    assert not (tmp_path / "data").exists()

@@ -126,6 +126,15 @@ class TestEscalationLogContract:
         assert await store.purge(30 * day) == Purged(0, 0, ())
         assert len(await store.all_counts()) == 3
 
+    async def test_purge_can_keep_escalations_nobody_has_acknowledged(self, store: Store) -> None:
+        day = 86400.0
+        await store.record_escalations([escalation("seen", at=1 * day), escalation("waiting", at=1 * day + 60)])
+        await store.acknowledge("seen", "sam", 2 * day)
+        result = await store.purge(30 * day, keep_unacked=True)
+        assert (result.escalations, result.kept) == (1, 1)
+        assert [e.id for e in await store.escalations()] == ["waiting"]
+        assert await store.all_counts() == {("1970-01-02", "escalations.crisis.suicidal"): 1}
+
     async def test_daily_counts_add_up_per_day(self, store: Store) -> None:
         await store.add_counts({("2026-11-29", "messages"): 3, ("2026-11-30", "messages"): 1})
         await store.add_counts({("2026-11-29", "messages"): 2, ("2026-11-29", "fallbacks"): 1})

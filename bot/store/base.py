@@ -25,6 +25,8 @@ class Purged:
     sessions: int
     days: tuple[str, ...]
     """The UTC days whose escalations were folded into counts."""
+    kept: int = 0
+    """Escalations past retention kept because nobody has acknowledged them (``keep_unacked``)."""
 
 
 @dataclass(frozen=True)
@@ -114,9 +116,10 @@ class EscalationLog(ABC):
         """Every anonymous daily counter from ``first_day`` on (all days for ``None``), by (day, name)."""
 
     @abstractmethod
-    async def purge(self, before: float) -> Purged:
+    async def purge(self, before: float, *, keep_unacked: bool = False) -> Purged:
         """Fold escalations older than ``before`` into anonymous daily counts, delete them and idle sessions.
 
+        ``keep_unacked`` keeps the escalations nobody has acknowledged yet (and counts them in ``kept``).
         One transaction: a purge that fails leaves everything as it was, and running it again is harmless.
         """
 

@@ -111,8 +111,9 @@ class MemoryStore(Store):
     async def all_counts(self, first_day: str | None = None) -> dict[tuple[str, str], int]:
         return {key: value for key, value in sorted(self._counts.items()) if first_day is None or key[0] >= first_day}
 
-    async def purge(self, before: float) -> Purged:
-        old = [e for e in self._escalations.values() if e.at < before]
+    async def purge(self, before: float, *, keep_unacked: bool = False) -> Purged:
+        past = [e for e in self._escalations.values() if e.at < before]
+        old = [e for e in past if not keep_unacked or e.acked_by is not None]
         self._counts.update(Counter((day_of(e.at), folded_count_name(e)) for e in old))
         for escalation in old:
             del self._escalations[escalation.id]
@@ -120,7 +121,7 @@ class MemoryStore(Store):
         idle = [key for key, session in self._sessions.items() if session.last_seen < before]
         for key in idle:
             del self._sessions[key]
-        return Purged(len(old), len(idle), tuple(sorted({day_of(e.at) for e in old})))
+        return Purged(len(old), len(idle), tuple(sorted({day_of(e.at) for e in old})), len(past) - len(old))
 
     async def record_updates(
         self, updates: Sequence[tuple[int, str]], at: float, lanes: Mapping[int, int] | None = None

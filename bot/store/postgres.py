@@ -252,14 +252,18 @@ class PostgresStore(Store):
             )
         return {(row["day"], row["name"]): row["value"] for row in rows}
 
-    async def purge(self, before: float) -> Purged:
+    async def purge(self, before: float, *, keep_unacked: bool = False) -> Purged:
         async with self._connection("purge old records", transaction=True) as connection:
-            old = [codec.from_row(tuple(row)) for row in await connection.fetch(_OLD_ESCALATIONS, before)]
+            past = [codec.from_row(tuple(row)) for row in await connection.fetch(_OLD_ESCALATIONS, before)]
+            old = [e for e in past if not keep_unacked or e.acked_by is not None]
             counts = Counter((day_of(e.at), folded_count_name(e)) for e in old)
             await connection.executemany(_ADD_COUNTS, [(day, name, value) for (day, name), value in counts.items()])
-            await connection.execute("DELETE FROM escalations WHERE at < $1", before)
+            await connection.execute(
+                "DELETE FROM escalations WHERE at < $1 AND (NOT $2 OR acked_by IS NOT NULL)", before, keep_unacked
+            )
             sessions = _count(await connection.execute("DELETE FROM sessions WHERE last_seen < $1", before))
-        return Purged(len(old), sessions, tuple(sorted({day_of(e.at) for e in old})))
+        kept = len(past) - len(old)
+        return Purged(len(old), sessions, tuple(sorted({day_of(e.at) for e in old})), kept)
 
     async def record_updates(
         self, updates: Sequence[tuple[int, str]], at: float, lanes: Mapping[int, int] | None = None

@@ -305,14 +305,18 @@ class SqliteStore(Store):
         return {(day, name): value for day, name, value in rows}
 
     @_shielded
-    async def purge(self, before: float) -> Purged:
+    async def purge(self, before: float, *, keep_unacked: bool = False) -> Purged:
         async with self._guard("purge old records"), self._transaction():
-            old = await self._select_escalations("at < ?", (before,), None)
+            past = await self._select_escalations("at < ?", (before,), None)
+            old = [e for e in past if not keep_unacked or e.acked_by is not None]
             counts = Counter((day_of(e.at), folded_count_name(e)) for e in old)
             await self.db.executemany(_ADD_COUNTS, [(day, name, value) for (day, name), value in counts.items()])
-            await self.db.execute("DELETE FROM escalations WHERE at < ?", (before,))
+            await self.db.execute(
+                "DELETE FROM escalations WHERE at < ? AND (? = 0 OR acked_by IS NOT NULL)", (before, int(keep_unacked))
+            )
             sessions = await self.db.execute("DELETE FROM sessions WHERE last_seen < ?", (before,))
-        return Purged(len(old), sessions.rowcount, tuple(sorted({day_of(e.at) for e in old})))
+        kept = len(past) - len(old)
+        return Purged(len(old), sessions.rowcount, tuple(sorted({day_of(e.at) for e in old})), kept)
 
     @_shielded
     async def record_updates(
