@@ -16,7 +16,7 @@ from bot.logs import FIELDS
 from bot.metrics import LEVELS, Metrics
 from bot.models import Escalation
 from bot.spool import Spool
-from bot.store import EscalationLog
+from bot.store import EscalationLog, LocalLocks, Locks, run_once
 from bot.store.codec import to_record
 
 log = logging.getLogger("unhooked.escalations")
@@ -25,6 +25,8 @@ RECORD_TIMEOUT = 0.5
 """Seconds to wait for the database before an escalation goes to the spool instead."""
 RETRY_EVERY = 30.0
 """Seconds between attempts to deliver alerts that are still owed."""
+OWED_AFTER = 60.0
+"""Seconds after which replicas treat an escalation's missing alert as owed (its own replica had that long)."""
 
 
 class Alerter(Protocol):
@@ -57,8 +59,11 @@ class Escalator:
         clock: Callable[[], float] = time.time,
         metrics: Metrics | None = None,
         faults: Faults | None = None,
+        locks: Locks | None = None,
     ) -> None:
         self.store = store
+        self.locks = locks or LocalLocks()
+        """Keeps replicas on one database from replaying the spool, or sending owed alerts, at once."""
         self.spool = spool
         self.alerter = alerter
         self.metrics = metrics or Metrics()
@@ -130,7 +135,11 @@ class Escalator:
             log.error("alert for escalation %s delivered but not marked: %s", escalation.id, error)
 
     async def deliver_owed(self) -> int:
-        """Try every alert still owed; return how many were attempted."""
+        """Try every alert still owed; return how many were attempted.
+
+        With replicas (``Locks.shared``) an escalation is owed only once ``OWED_AFTER`` seconds old: until then
+        the replica that recorded it may be sending its alert, which another must not send again.
+        """
         if self.alerter is None:
             return 0
         try:
@@ -138,6 +147,8 @@ class Escalator:
         except StoreError as error:
             log.error("cannot read owed alerts: %s", error)
             return 0
+        if self.locks.shared:
+            owed = [escalation for escalation in owed if escalation.at <= self._clock() - OWED_AFTER]
         self._owed.update(escalation.id for escalation in owed)
         for escalation in owed:
             await self.deliver(escalation)
@@ -166,10 +177,10 @@ class Escalator:
         return found
 
     async def retry_forever(self, every: float = RETRY_EVERY) -> None:
-        """Every ``every`` seconds until cancelled: replay the spool into the database, deliver owed alerts."""
+        """Every ``every`` seconds until cancelled: replay the spool, deliver owed alerts (each by one replica)."""
         while True:
-            await self.replay_spool()
-            await self.deliver_owed()
+            await run_once(self.locks, "spool-replay", self.replay_spool)
+            await run_once(self.locks, "owed-alerts", self.deliver_owed)
             await self.refresh_unacked()
             await asyncio.sleep(every)
 

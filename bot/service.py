@@ -103,7 +103,7 @@ async def running_service(
     secret = settings.secret_key()
     spool = Spool(settings.spool_path) if settings.spool_path and store is None else None
     store = await _open(store or open_store(settings.database), spool, faults)
-    escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults)
+    escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults, locks=store.locks)
     screen = CrisisScreen(settings.crisis_model, faults=faults, metrics=metrics)
     metrics.crisis_model_loaded.set(1 if screen.model is not None else 0)
     engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts, screen=screen)

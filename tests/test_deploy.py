@@ -252,6 +252,30 @@ def test_compose_publishes_the_http_port_on_loopback_only(compose: dict) -> None
     assert bot["read_only"] is True and "ALL" in bot["cap_drop"]
 
 
+def test_the_postgres_profile_runs_two_replicas_on_the_official_image_behind_a_proxy(compose: dict) -> None:
+    services = compose["services"]
+    database, replica, proxy = services["postgres"], services["replica"], services["proxy"]
+    assert all(service["profiles"] == ["postgres"] for service in (database, replica, proxy))
+    assert database["image"].startswith("postgres:") and "pg_isready" in " ".join(database["healthcheck"]["test"])
+    assert (
+        "unhooked-postgres:/var/lib/postgresql/data" in database["volumes"]
+        and "unhooked-postgres" in compose["volumes"]
+    )
+    assert replica["command"] == ["run", "--webhook"] and replica["deploy"]["replicas"] == 2
+    assert replica["environment"]["UNHOOKED_DB"].startswith("postgresql://unhooked:")
+    assert replica["environment"]["UNHOOKED_DB"].endswith("@postgres:5432/unhooked")
+    assert replica["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert "ports" not in replica and proxy["ports"] == ["127.0.0.1:8080:8080"]
+    mounted = proxy["volumes"][0].split(":")[0]
+    config = (DEPLOY / mounted).read_text()
+    assert "proxy_pass http://$replicas:8080" in config and "set $replicas replica;" in config
+
+
+def test_the_image_can_reach_postgresql() -> None:
+    installs = [arguments for word, arguments in final_stage(DEPLOY / "Dockerfile") if word == "RUN"]
+    assert any('[postgres]"' in arguments for arguments in installs), "the image must install unhooked[postgres]"
+
+
 def test_every_unhooked_setting_in_the_env_example_is_in_the_readme() -> None:
     readme = (REPO / "README.md").read_text()
     names = re.findall(r"^(UNHOOKED_[A-Z_]+)=", (DEPLOY / "unhooked.env.example").read_text(), re.MULTILINE)
