@@ -14,7 +14,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from bench.engine import TARGETS_MS, benchmark
+from bench.engine import TARGETS_MS, Model, benchmark
 from bot.config import default_content_dir
 from bot.meaning import vectors_for
 
@@ -82,10 +82,10 @@ def _parser() -> argparse.ArgumentParser:
     engine.add_argument("--messages", type=int, default=5000, help="messages per run (default 5000)")
     engine.add_argument("--users", type=int, default=1000, help="distinct people sending them (default 1000)")
     engine.add_argument(
-        "--meaning-model",
+        "--model",
         default=None,
         metavar="FOLDER",
-        help="match by meaning too with this model (default: the shipped one, as the bot does; `off`: rapidfuzz alone)",
+        help="the learned model for the crisis screen and meaning-based matching (default: the shipped one; `off`)",
     )
     engine.add_argument(
         "--vector-cache", type=Path, metavar="FILE", help="keep the examples' vectors in FILE between runs of the bench"
@@ -194,9 +194,9 @@ def _engine(args: argparse.Namespace) -> int:
     info = machine()
     progress = (lambda line: print(line, file=sys.stderr)) if args.json else print
     progress(f"engine benchmark: scales {factors}, {args.runs} runs of {args.messages} messages, {args.users} people")
-    vectors = vectors_for(args.meaning_model, args.vector_cache)
-    progress(f"meaning-based matching {'on' if vectors else 'off'}")
-    scales = benchmark(default_content_dir(), factors, args.runs, args.messages, args.users, progress, vectors)
+    model = Model(args.model, vectors_for(args.model, args.vector_cache))
+    progress(f"meaning-based matching {'on' if model.vectors else 'off'}")
+    scales = benchmark(default_content_dir(), factors, args.runs, args.messages, args.users, progress, model)
     results = [scale.summary() for scale in scales]
     if args.json:
         info["load_average_after"] = _load()
@@ -206,7 +206,7 @@ def _engine(args: argparse.Namespace) -> int:
                     "machine": info,
                     "command": _command(),
                     "targets_ms": TARGETS_MS,
-                    "meaning": vectors is not None,
+                    "meaning": model.vectors is not None,
                     "results": results,
                 },
                 indent=2,

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench.synthetic import Message, message_mix, scaled_content
-from bot import safety
 from bot.content import load_catalog
+from bot.crisis import CrisisScreen
 from bot.engine import Engine
 from bot.matcher import Matcher
 from bot.meaning import Vectors, index_of
@@ -99,12 +99,12 @@ def _kind(outcome_reason: str | None, crisis: bool) -> str:
 
 
 async def _one_run(
-    root: Path, mix: list[Message], warmup: list[Message], folder: Path, number: int, vectors: Vectors | None
+    root: Path, mix: list[Message], warmup: list[Message], folder: Path, number: int, model: Model
 ) -> Run:
     catalog = load_catalog(root)
     store = SqliteStore(folder / f"bench-{number}.sqlite3")
     await store.open()
-    engine = Engine(store, SECRET, catalog, vectors=vectors)
+    engine = Engine(store, SECRET, catalog, vectors=model.vectors, screen=CrisisScreen(model.folder))
     try:
         for message in warmup:
             await engine.handle(Incoming(message.user, message.text, "bench", message.topic))
@@ -131,7 +131,7 @@ async def _one_run(
     core_latencies = []
     for message in mix:
         before = time.perf_counter_ns()
-        safety.detect(message.text, engine.rules)
+        engine.screen.detect(message.text)
         matcher.match(message.text)
         core_latencies.append((time.perf_counter_ns() - before) / 1e6)
     latencies.sort()
@@ -148,6 +148,14 @@ async def _one_run(
     )
 
 
+@dataclass(frozen=True)
+class Model:
+    """The learned model the engine runs: its folder (``None``: the shipped one; ``off``) and the examples' vectors."""
+
+    folder: str | None = None
+    vectors: Vectors | None = None
+
+
 def benchmark(
     shipped: Path,
     factors: list[int],
@@ -155,13 +163,15 @@ def benchmark(
     messages: int,
     users: int,
     progress=print,
-    vectors: Vectors | None = None,
+    model: Model | None = None,
 ) -> list[Scale]:
     """Run the mix ``runs`` times on each catalogue size; ``progress`` gets one line per run.
 
-    With ``vectors`` the matcher matches by meaning too; each size's examples are embedded once
-    (in its load time), and the runs after the first find them in memory.
+    The crisis screen runs ``model`` (the shipped one by default), and with its ``vectors`` the
+    matcher matches by meaning too; each size's examples are embedded once (in its load time).
     """
+    model = model or Model()
+    vectors = model.vectors
     results = []
     with tempfile.TemporaryDirectory(prefix="unhooked-bench-") as scratch:
         folder = Path(scratch)
@@ -185,7 +195,7 @@ def benchmark(
                 users,
             )
             for number in range(runs):
-                run = asyncio.run(_one_run(root, mix, warmup, folder, factor * 1000 + number, vectors))
+                run = asyncio.run(_one_run(root, mix, warmup, folder, factor * 1000 + number, model))
                 scale.runs.append(run)
                 progress(
                     f"  x{factor} run {number + 1}/{runs}: p50 {run.p50_ms:.3f} ms, p99 {run.p99_ms:.3f} ms,"

@@ -12,10 +12,11 @@ from typing import Protocol
 
 from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
-from bot.metrics import Metrics
+from bot.logs import FIELDS
+from bot.metrics import LEVELS, Metrics
 from bot.models import Escalation
 from bot.spool import Spool
-from bot.store import EscalationLog
+from bot.store import EscalationLog, LocalLocks, Locks, run_once
 from bot.store.codec import to_record
 
 log = logging.getLogger("unhooked.escalations")
@@ -24,6 +25,8 @@ RECORD_TIMEOUT = 0.5
 """Seconds to wait for the database before an escalation goes to the spool instead."""
 RETRY_EVERY = 30.0
 """Seconds between attempts to deliver alerts that are still owed."""
+OWED_AFTER = 60.0
+"""Seconds after which replicas treat an escalation's missing alert as owed (its own replica had that long)."""
 
 
 class Alerter(Protocol):
@@ -32,11 +35,16 @@ class Alerter(Protocol):
     def __call__(self, escalation: Escalation) -> Awaitable[None]: ...
 
 
-def log_line(escalation: Escalation) -> str:
+def log_fields(escalation: Escalation) -> dict[str, object]:
     """The structured log record of an escalation: no message text, no raw ids."""
     record = to_record(escalation)
     record.pop("excerpt", None)
-    return json.dumps({"event": "escalation", **record}, sort_keys=True)
+    return {"event": "escalation", **record}
+
+
+def log_line(escalation: Escalation) -> str:
+    """The log record of an escalation as one line of JSON (its message in the text log format)."""
+    return json.dumps(log_fields(escalation), sort_keys=True)
 
 
 class Escalator:
@@ -51,8 +59,11 @@ class Escalator:
         clock: Callable[[], float] = time.time,
         metrics: Metrics | None = None,
         faults: Faults | None = None,
+        locks: Locks | None = None,
     ) -> None:
         self.store = store
+        self.locks = locks or LocalLocks()
+        """Keeps replicas on one database from replaying the spool, or sending owed alerts, at once."""
         self.spool = spool
         self.alerter = alerter
         self.metrics = metrics or Metrics()
@@ -63,10 +74,16 @@ class Escalator:
         self._owed: set[str] = set()
         """Escalations whose operator alert is not delivered yet (``unhooked_alerts_pending``)."""
         self.metrics.alerts_pending.read = lambda: len(self._owed)
+        self._unacked: dict[str, list[float]] = {level: [] for level in LEVELS}
+        """When each unacknowledged escalation happened, by level, as last read (``refresh_unacked``)."""
+        self.metrics.unacked.read = lambda: {(level,): len(ats) for level, ats in self._unacked.items()}
+        self.metrics.unacked_oldest.read = lambda: {
+            (level,): max(0.0, self._clock() - min(ats)) if ats else 0.0 for level, ats in self._unacked.items()
+        }
 
     async def record(self, escalation: Escalation) -> None:
         """Store the escalation in the database, or the spool if the database does not take it in time."""
-        log.warning(log_line(escalation))
+        log.warning("%s", log_line(escalation), extra={FIELDS: log_fields(escalation)})
         if self.alerter is not None:
             self._owed.add(escalation.id)
         try:
@@ -118,7 +135,11 @@ class Escalator:
             log.error("alert for escalation %s delivered but not marked: %s", escalation.id, error)
 
     async def deliver_owed(self) -> int:
-        """Try every alert still owed; return how many were attempted."""
+        """Try every alert still owed; return how many were attempted.
+
+        With replicas (``Locks.shared``) an escalation is owed only once ``OWED_AFTER`` seconds old: until then
+        the replica that recorded it may be sending its alert, which another must not send again.
+        """
         if self.alerter is None:
             return 0
         try:
@@ -126,6 +147,8 @@ class Escalator:
         except StoreError as error:
             log.error("cannot read owed alerts: %s", error)
             return 0
+        if self.locks.shared:
+            owed = [escalation for escalation in owed if escalation.at <= self._clock() - OWED_AFTER]
         self._owed.update(escalation.id for escalation in owed)
         for escalation in owed:
             await self.deliver(escalation)
@@ -143,11 +166,22 @@ class Escalator:
         self.faults.clear(STORE, "escalation records")
         return moved
 
+    async def refresh_unacked(self) -> list[Escalation]:
+        """Read the unacknowledged escalations for ``unhooked_unacked_escalations``; return them, oldest first."""
+        try:
+            found = await self.store.escalations(unacked=True)
+        except StoreError as error:
+            log.error("cannot read unacknowledged escalations: %s", error)
+            return []
+        self._unacked = {level: [e.at for e in found if e.level.value == level] for level in LEVELS}
+        return found
+
     async def retry_forever(self, every: float = RETRY_EVERY) -> None:
-        """Every ``every`` seconds until cancelled: replay the spool into the database, deliver owed alerts."""
+        """Every ``every`` seconds until cancelled: replay the spool, deliver owed alerts (each by one replica)."""
         while True:
-            await self.replay_spool()
-            await self.deliver_owed()
+            await run_once(self.locks, "spool-replay", self.replay_spool)
+            await run_once(self.locks, "owed-alerts", self.deliver_owed)
+            await self.refresh_unacked()
             await asyncio.sleep(every)
 
     def _spawn(self, work: Awaitable[None]) -> None:

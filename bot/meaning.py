@@ -9,7 +9,6 @@ example. On a large catalogue each intent's mean vector picks the intents worth 
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import os
@@ -54,17 +53,11 @@ class Encoder(Protocol):
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
 
-@functools.lru_cache(maxsize=4)
 def load_encoder(folder: Path | None = None) -> Encoder | Exception:
-    """The model in ``folder`` (the package's own when ``None``), loaded once per process, or why it cannot be."""
-    try:
-        from bot.model.runtime import FILES, CrisisModel, ModelError
-    except ImportError as error:  # onnxruntime or tokenizers missing
-        return error
-    try:
-        return CrisisModel(folder or FILES)
-    except ModelError as error:
-        return error
+    """The model in ``folder`` (the package's own when ``None``): the crisis screen's own instance, or the error."""
+    from bot.crisis import load_model
+
+    return load_model(folder)  # type: ignore[return-value]
 
 
 def vectors_for(model: str | None, cache_file: Path | None = None) -> Vectors | None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.config import Settings
+from bot.crisis import MODEL, CrisisScreen
 from bot.engine import Engine
 from bot.errors import ConfigError, SchemaError, StoreError
 from bot.escalation import Alerter, Escalator
@@ -19,6 +20,8 @@ from bot.lint import check_content
 from bot.meaning import vectors_for
 from bot.metrics import Metrics
 from bot.reload import ContentAlert, ContentWatcher, first_error, log_problems
+from bot.retention import Retention, RunLock
+from bot.rules import floor
 from bot.spool import Spool
 from bot.store import Store
 from bot.store.backends import open_store
@@ -67,7 +70,7 @@ class Service:
             await self.store.ping()
             engine.faults.clear(STORE, "session reads")  # a read just worked
 
-        return Health(engine.faults, ping=ping, content=content, grace=grace)
+        return Health(engine.faults, ping=ping, content=content, grace={MODEL: 0.0, **(grace or {})})
 
 
 @asynccontextmanager
@@ -77,19 +80,23 @@ async def running_service(
     alerter: Alerter | None = None,
     content_alert: ContentAlert | None = None,
     metrics: Metrics | None = None,
-    *,
+    lock: RunLock | None = None,
     meaning_first: bool = False,
 ) -> AsyncIterator[Service]:
     """An engine over the configured content and store, with that store, closed cleanly on exit.
 
-    Broken content or an unusable database do not stop the bot: it starts with what works,
+    A floor file that does not compile stops the start (``FloorError``). Broken content or an unusable
+    database do not stop the bot: it starts with what works,
     logs what does not, and crisis replies go out either way. Content is served only when
     ``check`` finds no error in it, at start as on every reload; edited content files are
     reloaded every ``settings.reload_seconds`` and ``content_alert`` hears of refused reloads. ``metrics``
     lets an adapter register its own metrics before the engine starts; the engine's are added to it.
+    Once a UTC day the bot purges what is past ``settings.retention_days`` (``bot.retention``); ``lock`` lets
+    one of several processes sharing a database do it (the default suits one process).
     The examples are embedded for meaning-based matching in the background (rapidfuzz answers alone
     until they are), or before the service is handed out with ``meaning_first``.
     """
+    floor()  # the bot does not start without a floor to screen with: FloorError says so in a sentence
     metrics = metrics or Metrics()
     faults = Faults()
     catalog, problems = check_content(settings.content_dir)
@@ -98,15 +105,21 @@ async def running_service(
         log.error("content did not load; only crisis replies and notices will be sent until it is fixed")
         faults.fail(CONTENT, "start", f"content did not load at start: {first_error(problems)}")
     secret = settings.secret_key()
+    opened = store is None
+    """The service opens the database itself: the examples' vectors may be kept beside it (not for a try-out)."""
     spool = Spool(settings.spool_path) if settings.spool_path and store is None else None
     store = await _open(store or open_store(settings.database), spool, faults)
-    escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults)
-    vectors = vectors_for(settings.meaning_model, settings.vector_cache)
-    engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts)
+    escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults, locks=store.locks)
+    screen = CrisisScreen(settings.crisis_model, faults=faults, metrics=metrics)
+    metrics.crisis_model_loaded.set(1 if screen.model is not None else 0)
+    engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts, screen=screen)
+    vectors = vectors_for(settings.meaning_folder, settings.vector_cache if opened else None)
     learning = asyncio.create_task(engine.learn_meaning(vectors), name="meaning") if vectors else None
     if learning is not None and meaning_first:
         await learning
     retry = asyncio.create_task(escalator.retry_forever(), name="escalation-retry")
+    retention = Retention(store, settings.retention_days, lock, metrics=metrics)
+    purging = asyncio.create_task(retention.run_forever(), name="retention")
     watcher = None
     if settings.reload_seconds > 0:
         watcher = ContentWatcher(
@@ -118,7 +131,7 @@ async def running_service(
     finally:
         if watcher is not None:
             await watcher.aclose()
-        for task in (retry, learning):
+        for task in (retry, purging, learning):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

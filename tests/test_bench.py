@@ -39,7 +39,7 @@ BENCH = [sys.executable, "-m", "bench", "engine"]
 
 def test_the_engine_benchmark_runs_and_reports_json() -> None:
     result = subprocess.run(
-        [*BENCH, "--scales", "1,2", "--runs", "2", "--messages", "60", "--json", "--meaning-model", "off"],
+        [*BENCH, "--scales", "1,2", "--runs", "2", "--messages", "60", "--json", "--model", "off"],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -33,6 +33,7 @@ from bot.adapters.telegram.operators import Operators, telegram_alerter, telegra
 from bot.adapters.telegram.outbound import Sender
 from bot.adapters.telegram.people import People
 from bot.adapters.telegram.render import plain
+from bot.adapters.telegram.replicas import SharedLanes, claim_the_token
 from bot.adapters.telegram.replies import Replies
 from bot.adapters.telegram.webhook import WebhookHandler
 from bot.config import Settings, TelegramSettings
@@ -44,7 +45,7 @@ from bot.logs import quiet_library_logs
 from bot.metrics import Metrics
 from bot.models import ReplyKind
 from bot.service import running_service
-from bot.store import EscalationLog, Store
+from bot.store import EscalationLog, Locks, Store
 
 log = logging.getLogger("unhooked.telegram")
 
@@ -248,11 +249,19 @@ async def run_telegram(
             sender.watch(watched)
             journal = Journal(service.store, metrics=metrics, faults=engine.faults)
             bot = TelegramBot(engine, settings, telegram, application, journal, service.store, metrics=watched)
-            lanes = Lanes(bot.handle, telegram.max_concurrent_chats, on_answered=watched.answering.observe)
+            locks = service.store.locks
+            await claim_the_token(locks, webhook=webhook)
+            limit, observe = telegram.max_concurrent_chats, watched.answering.observe
+            if webhook and locks.shared:
+                lanes: Lanes | SharedLanes = SharedLanes(
+                    bot.handle, limit, journal, locks, application.bot, engine.sessions, on_answered=observe
+                )
+            else:
+                lanes = Lanes(bot.handle, limit, on_answered=observe)
             watched.pending.read = lambda: lanes.pending
             intake = Intake(journal, lanes, watched)
             health = service.health({TELEGRAM: telegram_health.LINK_GRACE})
-            return await _serve(bot, intake, health, webhook=webhook, stop=stop, started=started)
+            return await _serve(bot, intake, health, locks, webhook=webhook, stop=stop, started=started)
     finally:
         await application.shutdown()
 
@@ -261,6 +270,7 @@ async def _serve(
     bot: TelegramBot,
     intake: Intake,
     health: Health,
+    locks: Locks,
     *,
     webhook: bool,
     stop: asyncio.Event,
@@ -273,7 +283,9 @@ async def _serve(
         # health first: it answers while Telegram is still being reached
         server = await serve_monitoring(telegram.http_listen, port, health, bot.engine.metrics.registry)
     await application.start()
-    purge = asyncio.create_task(intake.journal.purge_forever(), name="telegram-purge")
+    background = [asyncio.create_task(intake.journal.purge_forever(locks=locks), name="telegram-purge")]
+    if isinstance(intake.lanes, SharedLanes):  # chats left waiting by a replica that died
+        background.append(asyncio.create_task(intake.lanes.sweep_forever(), name="telegram-sweep"))
     try:
         if await _prepare(application.bot, telegram, intake, server if webhook else None, stop):
             # What start-up made (modules, the content and its indexes, PTB's objects) stays for the life of
@@ -299,12 +311,14 @@ async def _serve(
     finally:
         if server is not None:
             await server.stop()
+        for task in background:
+            task.cancel()
         left = await intake.lanes.drain(telegram.shutdown_grace)
         await intake.journal.aclose()
         gc.unfreeze()  # a process that goes on (tests, an embedding) collects as before
-        purge.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await purge
+        for task in background:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await application.stop()
     if left:
         log.warning("%d updates were not answered before the stop; the next start answers them", left)
