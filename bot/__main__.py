@@ -23,7 +23,7 @@ from bot.conversations import KNOWN_FAILURES, read_sentences
 from bot.errors import BotError, ConfigError, ContentError
 from bot.lint import TESTS_DIR
 from bot.logs import configure_logging
-from bot.meaning import index_of, vectors_for
+from bot.meaning import vectors_for
 from bot.models import Incoming, Level
 from bot.service import existing_store, migrate, running_service
 from bot.spool import Spool
@@ -179,12 +179,8 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help=f"rewrite {KNOWN_FAILURES} to list exactly the sentences failing now (review the diff)",
     )
-    run_eval.add_argument(
-        "--blind",
-        type=Path,
-        metavar="DIR",
-        help="the frozen blind set, shown as figures only (default: tests/understanding_blind in the content folder)",
-    )
+    blind_help = "the frozen blind set, shown as figures only (default: tests/understanding_blind under the content)"
+    run_eval.add_argument("--blind", type=Path, metavar="DIR", help=blind_help)
     run_eval.set_defaults(handler=_eval)
 
     escalations = command("escalations", "Operators' escalation log: list, follow, acknowledge, count and export.")
@@ -321,11 +317,10 @@ def _match(args: argparse.Namespace) -> int:
     async def run() -> None:
         async with running_service(settings, MemoryStore(), meaning_first=True) as service:
             engine = service.engine
-            weight = engine.matcher.settings.meaning.weight if engine.matcher else 0.0
             for number, text in enumerate(_lines(args.text)):
                 outcome = await engine.handle(Incoming(f"match-{number}", text, "match"))
                 explained = explain.matcher_view(engine, text, outcome) if args.explain else None
-                shown = (text, outcome, explained, engine.catalog, weight)
+                shown = (text, outcome, explained, engine.catalog, explain.weight_of(engine))
                 sys.stdout.write(
                     json.dumps(explain.as_json(*shown), ensure_ascii=False) + "\n"
                     if args.json
@@ -360,22 +355,7 @@ def _eval(args: argparse.Namespace) -> int:
     logging.getLogger("unhooked.escalations").disabled = True  # a try-out, as `match` is: nobody to alert
     print(f"running {len(sentences.sentences) + len(sentences.out_of_scope)} sentences...", file=sys.stderr)
     result = asyncio.run(evaluate.evaluate(catalog, sentences, vectors))
-    index = index_of(catalog.intents.values(), vectors)
-    rows = evaluate.sweep(catalog, result, meaning=index)
-    blind_dir = args.blind or root / understanding.BLIND_DIR
-    blind = asyncio.run(understanding.blind_figures(catalog, blind_dir, vectors))
-    split = understanding.disagreements(catalog, result.results, index) if index else []
-    if args.json:
-        extra = {
-            "blind": understanding.blind_json(blind, blind_dir),
-            "disagreements": understanding.disagreement_json(split),
-        }
-        sys.stdout.write(evaluate.as_json(result, rows, extra))
-    else:
-        sys.stdout.write(evaluate.report(result, rows))
-        sys.stdout.write(understanding.blind_report(blind, blind_dir))
-        if index is not None:
-            sys.stdout.write(understanding.disagreement_report(split))
+    sys.stdout.write(understanding.full_report(catalog, result, vectors, args.blind, as_json=args.json))
     if args.update_known_failures:
         text, count = evaluate.known_failures_yaml(result)
         (folder / KNOWN_FAILURES).write_text(text, encoding="utf-8")

@@ -114,6 +114,12 @@ def _candidate_lines(rank: int, c: Candidate, catalog: Catalog | None, weight: f
     return lines
 
 
+def weight_of(engine: Engine) -> float:
+    """The meaning scorer's share in the engine's matcher (0 with rapidfuzz alone)."""
+    matcher = engine.matcher
+    return matcher.settings.meaning.weight if matcher is not None and matcher.meaning is not None else 0.0
+
+
 def matcher_view(engine: Engine, text: str, outcome: Outcome) -> Match | None:
     """The matcher's view of a message: the engine's match, or for a crisis message what it would have been."""
     if outcome.match is not None:

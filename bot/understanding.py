@@ -7,15 +7,17 @@ never which message went where, so that nobody tunes to it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from bot.content import Catalog, read_yaml
 from bot.conversations import Sentence
-from bot.evaluate import Result, run_sentences, table
+from bot.evaluate import Evaluation, Result, report, run_sentences, sweep, table
+from bot.evaluate import as_json as evaluate_json
 from bot.matcher import Matcher
-from bot.meaning import MeaningIndex, Vectors
+from bot.meaning import MeaningIndex, Vectors, index_of
 
 BLIND_DIR = Path("tests") / "understanding_blind"
 """The blind set, relative to the content root."""
@@ -181,3 +183,22 @@ def disagreement_report(found: Sequence[Disagreement]) -> str:
         " is a place where an example in the person's own words would help; `--json` lists them):\n"
     )
     return head + table(["intent", "sentences", "disagree", "meaning right", "fuzzy right"], rows)
+
+
+def full_report(
+    catalog: Catalog, result: Evaluation, vectors: Vectors | None, blind: Path | None, *, as_json: bool
+) -> str:
+    """What ``python -m bot eval`` prints: the tuned figures and sweep, the blind figures, and the disagreements.
+
+    ``blind`` is the blind set's folder (default: ``BLIND_DIR`` under the content root).
+    """
+    blind_dir = blind or catalog.root / BLIND_DIR
+    index = index_of(catalog.intents.values(), vectors)
+    rows = sweep(catalog, result, meaning=index)
+    figures = asyncio.run(blind_figures(catalog, blind_dir, vectors))
+    split = disagreements(catalog, result.results, index) if index else []
+    if as_json:
+        extra = {"blind": blind_json(figures, blind_dir), "disagreements": disagreement_json(split)}
+        return evaluate_json(result, rows, extra)
+    text = report(result, rows) + blind_report(figures, blind_dir)
+    return text + disagreement_report(split) if index is not None else text
