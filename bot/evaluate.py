@@ -28,6 +28,8 @@ THRESHOLDS = (60.0, 65.0, 68.0, 70.0, 72.0, 75.0, 80.0, 85.0)
 """Thresholds the sweep tries, besides the one in use."""
 MARGINS = (0.0, 2.0, 4.0, 6.0, 8.0)
 """Margins the sweep tries, besides the one in use."""
+MEANING = ((0.2, 1.0), (0.3, 0.9), (0.3, 1.0), (0.4, 0.9), (0.4, 1.0), (0.5, 0.9), (0.5, 1.0))
+"""With meaning-based matching on, the (share, similarity counted 100) pairs the sweep tries too."""
 NO_MATCH = "(no match)"
 
 
@@ -117,6 +119,8 @@ class SweepRow:
     accuracy: float
     fallback_rate: float
     false_match_rate: float
+    meaning: str = "-"
+    """With meaning-based matching on: the meaning scorer's share and the similarity that counts 100 (``0.4/0.9``)."""
 
 
 def _rate(count: int, total: int) -> float:
@@ -257,6 +261,14 @@ def sweep(
     current = evaluation.settings
     settings = [replace(current, threshold=t) for t in sorted({*thresholds, current.threshold})]
     settings += [replace(current, margin=m) for m in sorted({*margins, current.margin}) if m != current.margin]
+    if meaning is not None:
+        meaning = meaning.remembering()
+        now = current.meaning
+        settings += [
+            replace(current, meaning=replace(now, weight=weight, full=full))
+            for weight, full in MEANING
+            if (weight, full) != (now.weight, now.full)
+        ]
     rows = []
     for setting in settings:
         matcher = Matcher(catalog.phrases(), setting, meaning)
@@ -273,6 +285,7 @@ def sweep(
                 _rate(sum(intent == r.sentence.intent and not r.crisis for intent, r in got), len(got)),
                 _rate(sum(intent is None and not r.crisis for intent, r in got), len(got)),
                 _rate(sum(intent is not None for intent in wrong), len(wrong)),
+                f"{setting.meaning.weight:g}/{setting.meaning.full:g}" if meaning is not None else "-",
             )
         )
     return rows
@@ -309,6 +322,7 @@ def intent_table(evaluation: Evaluation) -> str:
 def report(evaluation: Evaluation, rows: Sequence[SweepRow]) -> str:
     """The evaluation as plain tables for people."""
     e, s = evaluation, evaluation.settings
+    in_use = f"{s.meaning.weight:g}/{s.meaning.full:g}" if e.meaning else "-"
     total = len(e.results)
     out = [
         f"{total} test sentences, {len(e.out_of_scope)} out-of-scope messages"
@@ -325,17 +339,18 @@ def report(evaluation: Evaluation, rows: Sequence[SweepRow]) -> str:
             ["expected", "went to", "count", "for example"],
             [(a, b, len(texts), texts[0][:60]) for a, b, texts in e.confused()],
         ),
-        "Threshold and margin sweep (intent only):",
+        "Threshold, margin and meaning sweep (intent only; meaning: its share / the similarity that counts 100):",
         table(
-            ["threshold", "margin", "accuracy", "fallbacks", "false matches", "in use"],
+            ["threshold", "margin", "meaning", "accuracy", "fallbacks", "false matches", "in use"],
             [
                 (
                     f"{r.threshold:g}",
                     f"{r.margin:g}",
+                    r.meaning,
                     f"{r.accuracy:.1%}",
                     f"{r.fallback_rate:.1%}",
                     f"{r.false_match_rate:.1%}",
-                    "*" if (r.threshold, r.margin) == (s.threshold, s.margin) else "",
+                    "*" if (r.threshold, r.margin, r.meaning) == (s.threshold, s.margin, in_use) else "",
                 )
                 for r in rows
             ],
@@ -400,6 +415,7 @@ def as_json(evaluation: Evaluation, rows: Sequence[SweepRow], extra: dict[str, o
             {
                 "threshold": r.threshold,
                 "margin": r.margin,
+                "meaning": r.meaning,
                 "accuracy": round(r.accuracy, 4),
                 "fallback_rate": round(r.fallback_rate, 4),
                 "false_match_rate": round(r.false_match_rate, 4),

@@ -9,6 +9,7 @@ example. On a large catalogue each intent's mean vector picks the intents worth 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import os
@@ -37,11 +38,11 @@ OFF = "off"
 class MeaningSettings:
     """How the nearest example's cosine similarity becomes a score, and its share beside rapidfuzz's."""
 
-    weight: float = 0.4
+    weight: float = 0.3
     """An intent's score is this share of its meaning score, the rest its fuzzy score."""
     floor: float = 0.2
     """The cosine similarity to the nearest example that counts as a meaning score of 0."""
-    full: float = 0.9
+    full: float = 1.0
     """The cosine similarity that counts as a meaning score of 100."""
     fuzzy_floor: float = 40.0
     """The fuzzy score of an intent the fuzzy scorers did not find at all."""
@@ -147,6 +148,20 @@ def index_of(intents: Iterable[Intent], vectors: Vectors | None) -> MeaningIndex
     return MeaningIndex(vectors, [(intent.id, [e.text for e in intent.examples]) for intent in intents])
 
 
+class _Remembering:
+    """An encoder that keeps each text's vector: only ever for test sentences, never for people's messages."""
+
+    def __init__(self, encoder: Encoder) -> None:
+        self.encoder = encoder
+        self._seen: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        missing = [text for text in dict.fromkeys(texts) if text not in self._seen]
+        if missing:
+            self._seen.update(zip(missing, np.asarray(self.encoder.embed(missing)), strict=True))
+        return np.array([self._seen[text] for text in texts])
+
+
 @dataclass(frozen=True)
 class Nearest:
     """An intent's nearest example to a message, and their cosine similarity."""
@@ -177,6 +192,12 @@ class MeaningIndex:
     def embed(self, texts: list[str]) -> np.ndarray:
         """The vectors of messages or sentences (never cached: people's words are not kept)."""
         return np.asarray(self.encoder.embed(texts), dtype=np.float32)
+
+    def remembering(self) -> MeaningIndex:
+        """A copy whose encoder keeps what it embeds: for a sweep that reads the test sentences again."""
+        twin = copy.copy(self)
+        twin.encoder = _Remembering(self.encoder)
+        return twin
 
     def nearest(self, query: np.ndarray, only: Iterable[str] | None = None) -> dict[str, Nearest]:
         """Each intent's nearest example to one message vector (a shortlist of intents on a large catalogue)."""

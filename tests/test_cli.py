@@ -161,7 +161,13 @@ def test_eval_prints_tables_and_can_rewrite_the_known_failures_list(tmp_path: Pa
     (folder / "_known_failures.yaml").write_text("failures: []\n")
     result = run("eval", "--tests", str(folder), "--update-known-failures", tmp=tmp_path)
     assert result.returncode == 0, result.stderr
-    for heading in ("accuracy ", "false-match rate", "Per intent", "Most confused", "Threshold and margin sweep"):
+    for heading in (
+        "accuracy ",
+        "false-match rate",
+        "Per intent",
+        "Most confused",
+        "Threshold, margin and meaning sweep",
+    ):
         assert heading in result.stdout
     assert "running " in result.stderr and "sentences..." in result.stderr
     written = (folder / "_known_failures.yaml").read_text()
