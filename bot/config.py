@@ -90,6 +90,17 @@ def secret_setting(env: Mapping[str, str], name: str) -> str | None:
     return value
 
 
+def _model_folder(env: Mapping[str, str], name: str, off: str, unset: str) -> str | None:
+    """A model setting: unset (``None``), ``off``, or a folder that exists."""
+    value = env.get(name, "").strip() or None
+    if value not in (None, "off") and not Path(value).is_dir():
+        raise ConfigError(
+            f"{name} is {value!r}, which is not a folder; set it to a folder holding crisis.onnx, tokenizer.json"
+            f" and card.json, to `off` to {off}, or unset it to use {unset}"
+        )
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the core needs to run, whatever the adapter."""
@@ -149,20 +160,8 @@ class Settings:
                 "UNHOOKED_DB names a PostgreSQL server, so every replica must hash ids with the same key: set "
                 "UNHOOKED_SECRET (at least 16 random characters) to the same value for each of them"
             )
-        crisis_model = env.get("UNHOOKED_CRISIS_MODEL", "").strip() or None
-        if crisis_model not in (None, "off") and not Path(crisis_model).is_dir():
-            raise ConfigError(
-                f"UNHOOKED_CRISIS_MODEL is {crisis_model!r}, which is not a folder; set it to a folder holding "
-                "crisis.onnx, tokenizer.json and card.json, to `off` to screen with the lexicon alone, "
-                "or unset it to use the shipped model"
-            )
-        meaning_model = env.get("UNHOOKED_MEANING_MODEL", "").strip() or None
-        if meaning_model not in (None, "off") and not Path(meaning_model).is_dir():
-            raise ConfigError(
-                f"UNHOOKED_MEANING_MODEL is {meaning_model!r}, which is not a folder; set it to a folder holding "
-                "crisis.onnx, tokenizer.json and card.json, to `off` to match by rapidfuzz alone, "
-                "or unset it to use the shipped model"
-            )
+        crisis_model = _model_folder(env, "UNHOOKED_CRISIS_MODEL", "screen with the lexicon alone", "the shipped model")
+        meaning_model = _model_folder(env, "UNHOOKED_MEANING_MODEL", "match by rapidfuzz alone", "the screen's model")
         return cls(
             db_path=database.path,
             db_url=database.url,
