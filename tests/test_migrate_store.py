@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from bot.__main__ import main
@@ -12,6 +13,7 @@ from bot.models import Level
 from bot.store.base import Answered
 from bot.store.postgres import PostgresStore
 from bot.store.sqlite import SqliteStore
+from bot.store.transfer import TABLES
 from tests.records import escalation, session
 
 
@@ -34,7 +36,8 @@ async def test_a_sqlite_database_moves_into_postgresql_with_everything_the_bot_k
     await _fill(source)
     assert await asyncio.to_thread(main, ["migrate-store", str(source), pg_url]) == 0
     assert (
-        "2 sessions, 2 escalations, 1 daily_counts, 2 updates, 2 message_ids, 1 told_groups" in capsys.readouterr().out
+        "2 sessions, 2 escalations, 1 daily_counts, 2 updates, 2 message_ids, 1 told_groups, 0 job_runs"
+        in capsys.readouterr().out
     )
     async with PostgresStore(pg_url, migrate=False) as moved:
         assert (await moved.load_session("k2")).turns == 9
@@ -51,6 +54,13 @@ async def test_a_sqlite_database_moves_into_postgresql_with_everything_the_bot_k
         assert await moved.record_updates([(1, "{}"), (3, "{}")], 99.0) == [3]  # answered ids still deduplicate
         assert await moved.message_ids("chat-a") == [11, 12]
         assert not await moved.tell_group_once("group-a", 97.0)
+    connection = await asyncpg.connect(pg_url)
+    tables = await connection.fetch(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        " AND table_name != '_migrations'"
+    )
+    await connection.close()
+    assert set(TABLES) == {row["table_name"] for row in tables}  # a table a migration adds is moved too
 
 
 async def test_a_target_holding_rows_is_refused_and_force_replaces_it(

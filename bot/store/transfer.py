@@ -42,8 +42,17 @@ TABLES: dict[str, tuple[str, ...]] = {
     "updates": ("update_id", "received_at", "raw", "answered_at", "lane"),
     "message_ids": ("chat_key", "message_id", "at"),
     "told_groups": ("chat_key", "told_at"),
+    "job_runs": ("name", "claimed_at"),
 }
 """Each table copied and its columns; escalations in the order they were stored (PostgreSQL numbers them anew)."""
+
+# Statements built once from the constant table list above, never from input.
+_SELECTS = {
+    table: f"SELECT {', '.join(columns)} FROM {table} ORDER BY {'seq' if table == 'escalations' else columns[0]}"  # noqa: S608
+    for table, columns in TABLES.items()
+}
+_HELD = "SELECT " + " + ".join(f"(SELECT COUNT(*) FROM {table})" for table in TABLES)  # noqa: S608
+_EMPTY = f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY"
 
 
 @dataclass(frozen=True)
@@ -59,12 +68,7 @@ def _read(source: Path) -> dict[str, list[tuple[object, ...]]]:
     connection = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
     try:
         connection.execute("BEGIN")
-        return {
-            table: connection.execute(
-                f"SELECT {', '.join(columns)} FROM {table} ORDER BY {'seq' if table == 'escalations' else columns[0]}"  # noqa: S608
-            ).fetchall()
-            for table, columns in TABLES.items()
-        }
+        return {table: connection.execute(statement).fetchall() for table, statement in _SELECTS.items()}
     finally:
         connection.close()
 
@@ -87,16 +91,14 @@ async def move_to_postgres(source: Path, url: str, *, force: bool = False, where
         raise StoreError(f"could not connect to {where}: {error or type(error).__name__}") from error
     try:
         async with connection.transaction():
-            held = 0
-            for table in TABLES:
-                held += await connection.fetchval(f"SELECT COUNT(*) FROM {table}")  # noqa: S608
+            held = await connection.fetchval(_HELD)
             if held and not force:
                 raise ConfigError(
                     f"{where} already holds {held} rows; move into an empty database, or pass --force to empty "
                     "it first (what it holds is lost)"
                 )
             if held:
-                await connection.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY")
+                await connection.execute(_EMPTY)
             for table, columns in TABLES.items():
                 await connection.copy_records_to_table(table, records=rows[table], columns=list(columns))
     except asyncpg.PostgresError as error:
