@@ -54,7 +54,7 @@ class CrisisScreen:
         if model != OFF:
             loaded = _load(Path(model) if model else None)
             if isinstance(loaded, Exception):
-                self._fail("load", f"{describe(loaded)}; the lexicon screens every message alone")
+                self._fail("load", f"the lexicon screens every message alone, because {describe(loaded)}")
             else:
                 self.model, self.model_state = loaded, "loaded"
 
