@@ -7,6 +7,7 @@ lexicon answering alone, and says so in health, the logs and ``unhooked_crisis_m
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
 from functools import lru_cache
@@ -91,6 +92,8 @@ class CrisisScreen:
             return screened, found
         if learned is None or (found is not None and found.level.rank >= learned.level.rank):
             return screened, found
+        if found is not None and found.window_level is not None:  # what the rule reaches in a crisis state stays
+            learned = dataclasses.replace(learned, window_level=found.window_level)
         return screened, learned
 
     def _count(self, part: str) -> None:

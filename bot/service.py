@@ -20,7 +20,7 @@ from bot.lint import check_content
 from bot.meaning import vectors_for
 from bot.metrics import Metrics
 from bot.reload import ContentAlert, ContentWatcher, first_error, log_problems
-from bot.retention import Retention, RunLock
+from bot.retention import Retention
 from bot.rules import floor
 from bot.spool import Spool
 from bot.store import Store
@@ -80,7 +80,6 @@ async def running_service(
     alerter: Alerter | None = None,
     content_alert: ContentAlert | None = None,
     metrics: Metrics | None = None,
-    lock: RunLock | None = None,
     meaning_first: bool = False,
 ) -> AsyncIterator[Service]:
     """An engine over the configured content and store, with that store, closed cleanly on exit.
@@ -91,8 +90,8 @@ async def running_service(
     ``check`` finds no error in it, at start as on every reload; edited content files are
     reloaded every ``settings.reload_seconds`` and ``content_alert`` hears of refused reloads. ``metrics``
     lets an adapter register its own metrics before the engine starts; the engine's are added to it.
-    Once a UTC day the bot purges what is past ``settings.retention_days`` (``bot.retention``); ``lock`` lets
-    one of several processes sharing a database do it (the default suits one process).
+    Once a UTC day the bot purges what is past ``settings.retention_days`` (``bot.retention``), claimed in
+    the store so one of several replicas sharing a database does it.
     The examples are embedded for meaning-based matching in the background (rapidfuzz answers alone
     until they are), or before the service is handed out with ``meaning_first``.
     """
@@ -118,7 +117,7 @@ async def running_service(
     if learning is not None and meaning_first:
         await learning
     retry = asyncio.create_task(escalator.retry_forever(), name="escalation-retry")
-    retention = Retention(store, settings.retention_days, lock, metrics=metrics)
+    retention = Retention(store, settings.retention_days, metrics=metrics)
     purging = asyncio.create_task(retention.run_forever(), name="retention")
     watcher = None
     if settings.reload_seconds > 0:

@@ -82,7 +82,31 @@ def _augment(items: Sequence[Item], share: float, rng: random.Random) -> list[It
         extra.append(Item(text, item.label, item.source + "#augmented"))
     for _ in range(len(extra) // 3):  # and long everyday messages, so that length alone never reads as crisis
         extra.append(Item(" ".join(rng.sample(background, 3)), NONE, "augmented"))
+    extra += [Item(_nonsense(rng), NONE, "augmented#nonsense") for _ in range(NONSENSE)]
     return extra
+
+
+NONSENSE = 600
+"""Made-up messages that are no crisis: keyboard mashes, letter salad, emoji, digits, one-word replies."""
+_SHORT = (
+    "ok k kk okay yes no nope yep lol lmao haha hmm hm what why how huh ? ?? ... . hi hey yo sure thanks ty idk".split()
+)
+_EMOJI = "😂 😭 🙏 ❤️ 👍 😅 🙃 😴 🤷 💀 🔥 ✨ 😩 🥲 😊 👀".split()
+
+
+def _nonsense(rng: random.Random) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    how = rng.randrange(5)
+    if how == 0:  # letter salad: "zxqv plorf"
+        return " ".join("".join(rng.choices(letters, k=rng.randint(2, 8))) for _ in range(rng.randint(1, 4)))
+    if how == 1:  # a keyboard mash
+        row = rng.choice(["qwertyuiop", "asdfghjkl", "zxcvbnm"])
+        return "".join(rng.choice(row) for _ in range(rng.randint(3, 14)))
+    if how == 2:
+        return " ".join(rng.choices(_EMOJI, k=rng.randint(1, 4)))
+    if how == 3:
+        return " ".join(str(rng.randint(0, 9999)) for _ in range(rng.randint(1, 3)))
+    return " ".join(rng.choices(_SHORT, k=rng.randint(1, 3)))
 
 
 def _batches(items: Sequence[Item], tokenizer: object, size: int) -> list[list[Item]]:
