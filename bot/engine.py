@@ -210,6 +210,15 @@ class Engine:
             log.exception("could not redact an excerpt; the escalation is recorded without one")
             return None
 
+    def urgent(self, text: str) -> bool:
+        """Whether ``handle`` would answer ``text`` with the crisis reply alone: the same screen, run ahead.
+
+        Adapters call it as a message arrives, to answer crisis messages ahead of the queue; it is cheap
+        (the screen alone, no session) and a failing screen counts as urgent.
+        """
+        detection = self._screen(text)
+        return detection is not None and detection.level.rank >= Level.CRISIS.rank
+
     def _screen(self, text: str) -> Detection | None:
         try:
             return safety.detect(text, self.rules)

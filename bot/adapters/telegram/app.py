@@ -28,7 +28,8 @@ from telegram.warnings import PTBUserWarning
 
 from bot.adapters.telegram import health as telegram_health
 from bot.adapters.telegram.health import TELEGRAM, TelegramMetrics
-from bot.adapters.telegram.inbound import ALLOWED_UPDATES, Intake, Journal, Lanes, poll, until_stopped
+from bot.adapters.telegram.inbound import ALLOWED_UPDATES, Intake, Journal, poll, until_stopped
+from bot.adapters.telegram.lanes import Lanes, words_of
 from bot.adapters.telegram.operators import Operators, telegram_alerter, telegram_content_alert
 from bot.adapters.telegram.outbound import Sender
 from bot.adapters.telegram.people import People
@@ -248,7 +249,12 @@ async def run_telegram(
             sender.watch(watched)
             journal = Journal(service.store, metrics=metrics, faults=engine.faults)
             bot = TelegramBot(engine, settings, telegram, application, journal, service.store, metrics=watched)
-            lanes = Lanes(bot.handle, telegram.max_concurrent_chats, on_answered=watched.answering.observe)
+            lanes = Lanes(
+                bot.handle,
+                telegram.max_concurrent_chats,
+                on_answered=watched.answering.observe,
+                urgent=lambda update: engine.urgent(words_of(update)),
+            )
             watched.pending.read = lambda: lanes.pending
             intake = Intake(journal, lanes, watched)
             health = service.health({TELEGRAM: telegram_health.LINK_GRACE})

@@ -17,13 +17,14 @@ import datetime as dtm
 import json
 import logging
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 
 from telegram import Bot, Update
 from telegram.error import EndPointNotFound, InvalidToken, RetryAfter, TelegramError
 
 from bot.adapters.telegram.health import TelegramMetrics
+from bot.adapters.telegram.lanes import Lanes
 from bot.adapters.telegram.outbound import backoff, seconds
 from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
@@ -50,17 +51,12 @@ MARK_WAIT = 0.25
 this only matters while the store is failing, when a crisis message must not wait behind it."""
 RECENT_IDS = 10_000
 """Update ids remembered in memory, to deduplicate even while the store is down."""
-MAX_PENDING = 1_000
-"""Updates waiting to be answered before polling pauses to let the bot catch up."""
+MAX_PENDING = 10_000
+"""Updates waiting to be answered before polling pauses to let the bot catch up (about 2.5 kB each in memory).
+Crisis messages are taken ahead of the queue only once fetched, so this is the backlog the bot holds itself
+rather than leaving it at Telegram, where a crisis message would wait unseen."""
 MARK_RETRY_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 """Back-off between failed writes of answered marks; the last one repeats while the store stays down."""
-
-
-def lane_of(update: Update) -> int:
-    """The chat an update belongs to: its replies go out in the order its updates came in."""
-    if update.effective_chat is not None:
-        return update.effective_chat.id
-    return update.effective_user.id if update.effective_user is not None else 0
 
 
 class Journal:
@@ -229,76 +225,6 @@ class Journal:
         while True:
             await self.purge()
             await asyncio.sleep(every)
-
-
-class Lanes:
-    """One lane per chat: a chat's updates one at a time, in order; different chats at once, up to ``limit``."""
-
-    def __init__(
-        self,
-        handle: Callable[[Update], Awaitable[None]],
-        limit: int,
-        on_answered: Callable[[float], None] | None = None,
-    ) -> None:
-        self._handle = handle
-        self._slots = asyncio.Semaphore(limit)
-        self._lanes: dict[int, deque[tuple[Update, float]]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._changed = asyncio.Condition()
-        self._on_answered = on_answered
-        """Told the seconds from each update's arrival to its answer (the latency histogram)."""
-        self.pending = 0
-        """Updates submitted and not yet answered."""
-
-    def submit(self, update: Update) -> None:
-        """Queue an update behind the earlier ones of its chat."""
-        self.pending += 1
-        key = lane_of(update)
-        lane = self._lanes.get(key)
-        if lane is not None:
-            lane.append((update, time.perf_counter()))
-            return
-        self._lanes[key] = deque([(update, time.perf_counter())])
-        task = asyncio.create_task(self._run(key), name="telegram-lane")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _run(self, key: int) -> None:
-        lane = self._lanes[key]
-        try:
-            while lane:
-                update, arrived = lane[0]
-                async with self._slots:
-                    try:
-                        await self._handle(update)
-                    except Exception:
-                        log.exception("an update could not be handled")
-                    else:
-                        if self._on_answered is not None:
-                            self._on_answered(time.perf_counter() - arrived)
-                lane.popleft()
-                self.pending -= 1
-                async with self._changed:
-                    self._changed.notify_all()
-        finally:
-            del self._lanes[key]
-
-    async def wait_below(self, limit: int) -> None:
-        """Return once fewer than ``limit`` updates are waiting (back-pressure for polling)."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: self.pending < limit)
-
-    async def drain(self, grace: float) -> int:
-        """Let every lane finish within ``grace`` seconds, then cancel the rest; return how many were left."""
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=grace)
-        left = self.pending
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        return left
 
 
 class Intake:
