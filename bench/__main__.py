@@ -265,7 +265,8 @@ def _crisis(args: argparse.Namespace) -> int:
             f"{result.crisis} crisis replies behind {result.backlog} queued messages at {result.sends_per_second:g}"
             f" sends/s: p50 {latency['p50']:.2f} s, p99 {latency['p99']:.2f} s, max {latency['max']:.2f} s;"
             f" {result.backlog_replies_before_last_crisis_reply} backlog replies went out meanwhile;"
-            f" {result.operator_alerts} operators' alerts ({result.operator_429s} answered 429)"
+            f" {result.operator_alerts} operators' alerts told {result.escalations_told} escalations"
+            f" ({result.operator_429s} answered 429)"
         )
     return 0
 

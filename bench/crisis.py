@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -28,6 +29,7 @@ FIRST_PERSON = 800_000
 FIRST_IN_CRISIS = 850_000
 BACKLOG_LINES = ("hello", "why do I miss him", "who are you", "thanks", "how do I stop checking his profile")
 CRISIS_LINE = "I want to kill myself"
+ESCALATION_ID = re.compile(r"Id: [0-9a-f]{32}")
 
 
 class LimitedApi(TimedApi):
@@ -61,6 +63,8 @@ class Result:
     latency_s: dict[str, float]
     backlog_replies_before_last_crisis_reply: int
     operator_alerts: int
+    escalations_told: int
+    """Escalations named in the operators' alerts by the time the bot had stopped."""
     operator_429s: int
 
 
@@ -130,6 +134,7 @@ async def run_once(
             },
             backlog_replies_before_last_crisis_reply=others,
             operator_alerts=len(api.sent(OPERATORS)),
+            escalations_told=sum(len(ESCALATION_ID.findall(message.text)) for message in api.sent(OPERATORS)),
             operator_429s=api.operator_429s,
         )
 

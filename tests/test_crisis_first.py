@@ -41,7 +41,7 @@ async def test_alerts_come_together_and_a_429_in_the_operators_chat_pauses_only_
 ) -> None:
     in_crisis, others = range(6001, 6021), range(6101, 6121)
     async with telegram_bot(api, tmp_path) as tg:
-        api.fail("sendMessage", 429, chat_id=OPERATORS, retry_after=2)
+        api.fail("sendMessage", 429, chat_id=OPERATORS, retry_after=4)
         for person in in_crisis:
             api.send(person, "I want to die")
         await api.wait_for(lambda: 429 in [call.status for call in api.requests("sendMessage", OPERATORS)])
@@ -52,7 +52,7 @@ async def test_alerts_come_together_and_a_429_in_the_operators_chat_pauses_only_
         stored = {escalation.id for escalation in await tg.store.escalations()}
         assert len(stored) == 20
         told = lambda: [found for message in api.sent(OPERATORS) for found in ESCALATION_ID.findall(message.text)]  # noqa: E731
-        await api.wait_for(lambda: len(told()) >= 20, timeout=15)
+        await api.wait_for(lambda: len(told()) >= 20, timeout=30)
         await tg.settle()
         assert sorted(told()) == sorted(stored)  # every escalation told once
         alerts = api.sent(OPERATORS)

@@ -21,9 +21,9 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 
 from telegram import Bot, Update
-from telegram.error import EndPointNotFound, InvalidToken, RetryAfter, TelegramError
+from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter, TelegramError
 
-from bot.adapters.telegram.health import TelegramMetrics
+from bot.adapters.telegram.health import ACCESS, TelegramMetrics
 from bot.adapters.telegram.lanes import Lanes
 from bot.adapters.telegram.outbound import backoff, seconds
 from bot.errors import StoreError
@@ -55,6 +55,12 @@ MAX_PENDING = 10_000
 """Updates waiting to be answered before polling pauses to let the bot catch up (about 2.5 kB each in memory).
 Crisis messages are taken ahead of the queue only once fetched, so this is the backlog the bot holds itself
 rather than leaving it at Telegram, where a crisis message would wait unseen."""
+CONFLICT_PAUSE = 30.0
+"""Seconds polling pauses after a 409 (another instance on the token): the other one takes the updates
+meanwhile, so only one answers; if both keep running they take turns, and both report it."""
+CONFLICT_MEMORY = 600.0
+"""Seconds without a 409 before health stops reporting another instance."""
+ANOTHER_INSTANCE = "another instance"
 MARK_RETRY_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 """Back-off between failed writes of answered marks; the last one repeats while the store stays down."""
 
@@ -285,6 +291,7 @@ async def poll(
     """Long-poll Telegram until ``stop`` is set; a batch is journalled before the next request confirms it."""
     offset: int | None = None
     failures = 0
+    last_conflict: float | None = None
     while not stop.is_set():
         if await until_stopped(stop, intake.lanes.wait_below(MAX_PENDING)):
             break
@@ -299,7 +306,12 @@ async def poll(
             log.warning("Telegram asked polling to wait %.1fs", delay)
         except InvalidToken:
             raise
-        except TelegramError as error:  # 5xx, network errors, Conflict: retried, polling never gives up
+        except Conflict as error:  # another process polls with this token, or set a webhook
+            _polling_failed(metrics, error)
+            last_conflict = time.monotonic()
+            delay = CONFLICT_PAUSE
+            _another_instance(metrics, delay)
+        except TelegramError as error:  # 5xx, network errors: retried, polling never gives up
             _polling_failed(metrics, error)
             failures += 1
             delay = backoff(failures, max_delay)
@@ -308,6 +320,9 @@ async def poll(
             failures = 0
             if metrics is not None:
                 metrics.worked("polling")
+                if last_conflict is not None and time.monotonic() - last_conflict > CONFLICT_MEMORY:
+                    metrics.faults.clear(ACCESS, ANOTHER_INSTANCE)
+                    last_conflict = None
             if updates:
                 await intake.receive(updates, raw)
             offset = offset_after or offset
@@ -346,6 +361,17 @@ async def _fetch(
         raw.append(data)
     last = found[-1].get("update_id") if found and isinstance(found[-1], dict) else None
     return updates, raw, last + 1 if isinstance(last, int) else None
+
+
+def _another_instance(metrics: TelegramMetrics | None, pause: float) -> None:
+    """Say loudly that another process takes this token's updates; polling pauses, so one of the two answers."""
+    detail = (
+        "Telegram answered getUpdates with 409 Conflict: another process polls with this token, or set a "
+        f"webhook for it; this one pauses polling {pause:g} s at a time until only one runs: stop the other"
+    )
+    log.critical(detail)
+    if metrics is not None:
+        metrics.faults.fail(ACCESS, ANOTHER_INSTANCE, detail)
 
 
 def _polling_failed(metrics: TelegramMetrics | None, error: TelegramError) -> None:

@@ -12,6 +12,7 @@ Every Bot API call but ``getUpdates`` passes through ``Sender`` (python-telegram
   back-off, until it goes through or the bot stops. A timed-out request may have reached Telegram, so a
   retry can deliver a message twice; for a crisis reply that is better than not at all.
 - ``Forbidden`` (403, the person blocked the bot), ``BadRequest`` (400) and the rest: raised at once.
+- ``InvalidToken`` (401, a revoked token): raised at once, and ``refused`` is set so the bot stops.
 - Waiting requests go out crisis replies first, then operators' alerts, then everything else. Everything a
   chat with a crisis message waiting sends (``HURRIED``, set by the intake) counts as a crisis reply.
 - At most ``connections`` requests are under way at once (the HTTP pool's size), so the priority order
@@ -39,7 +40,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
+from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, TelegramError
 from telegram.ext import BaseRateLimiter
 
 from bot.adapters.telegram.health import TelegramMetrics
@@ -122,6 +123,8 @@ class Sender(BaseRateLimiter[Send]):
         """How many requests were sent again after a failure."""
         self.metrics: TelegramMetrics | None = None
         """Where failures are counted and reported to health, once the bot is running (``watch``)."""
+        self.refused = asyncio.Event()
+        """Set when Telegram refuses the token (401 or 404 on a request): the bot stops confirming updates."""
 
     def watch(self, metrics: TelegramMetrics) -> None:
         """Count every failure in ``metrics`` from now on, and report a failing link to health."""
@@ -173,8 +176,10 @@ class Sender(BaseRateLimiter[Send]):
                 return result
             if self.metrics is not None:
                 self.metrics.failed(endpoint, failed)
+            if isinstance(failed, InvalidToken):
+                self.refused.set()
             if isinstance(failed, BadRequest) or not isinstance(failed, RetryAfter | NetworkError):
-                raise failed  # Forbidden (blocked), 400 and the rest: retrying would not help
+                raise failed  # a refused token, Forbidden (blocked), 400 and the rest: retrying would not help
             failures += 1
             await self._before_retry(endpoint, failed, failures, send)
             self.retries += 1
