@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench.synthetic import Message, message_mix, scaled_content
-from bot import safety
 from bot.content import load_catalog
 from bot.engine import Engine
 from bot.matcher import Matcher
@@ -128,7 +127,7 @@ async def _one_run(root: Path, mix: list[Message], warmup: list[Message], folder
     core_latencies = []
     for message in mix:
         before = time.perf_counter_ns()
-        safety.detect(message.text, engine.rules)
+        engine.screen.detect(message.text)
         matcher.match(message.text)
         core_latencies.append((time.perf_counter_ns() - before) / 1e6)
     latencies.sort()

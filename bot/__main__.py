@@ -1,4 +1,4 @@
-"""Command line: ``python -m bot chat|match|check|eval|run|escalations|purge|backup``; the only place that exits."""
+"""Command line: every ``python -m bot`` command (chat, match, check, eval, run, ...); the only place that exits."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot import __version__, evaluate, explain, operators
+from bot import __version__, backups, checking, evaluate, explain, operators, safety_cli
 from bot.adapters.terminal import TerminalChat, stderr_alerter, stderr_content_alert
-from bot.config import Settings, TelegramSettings
+from bot.config import Settings, TelegramSettings, log_format
 from bot.content import read_content
 from bot.conversations import KNOWN_FAILURES, read_sentences
 from bot.errors import BotError, ConfigError, ContentError
-from bot.lint import TESTS_DIR, lint
+from bot.lint import TESTS_DIR
 from bot.logs import configure_logging
 from bot.models import Incoming, Level
 from bot.service import existing_store, migrate, running_service
@@ -48,7 +48,8 @@ SIGTERM or Ctrl-C stops cleanly: updates already fetched are answered first.""",
     "check": """examples:
   python -m bot check
   UNHOOKED_CONTENT_DIR=../my-content python -m bot check
-  python -m bot check --tests ../my-content/tests/conversations""",
+  python -m bot check --tests ../my-content/tests/conversations
+  python -m bot check --json --fail-on-warnings   # in CI""",
     "eval": """examples:
   python -m bot eval
   python -m bot eval --json > eval.json
@@ -62,8 +63,9 @@ SIGTERM or Ctrl-C stops cleanly: updates already fetched are answered first.""",
     "purge": """examples:
   python -m bot purge
   UNHOOKED_RETENTION_DAYS=14 python -m bot purge --db /var/lib/unhooked/unhooked.sqlite3
-  # from cron, every night at 03:15:
-  15 3 * * * cd /srv/unhooked && .venv/bin/python -m bot purge""",
+  python -m bot purge --include-unacked   # unacknowledged escalations too
+
+A running bot purges by itself once a UTC day; this command is for a stopped bot or a one-off.""",
     "escalations list": """examples:
   python -m bot escalations list
   python -m bot escalations list --since 24h --level imminent --unacked
@@ -85,6 +87,10 @@ SIGTERM or Ctrl-C stops cleanly: updates already fetched are answered first.""",
     "backup": """examples:
   python -m bot backup backups/unhooked-$(date +%F).sqlite3
   UNHOOKED_DB=/data/unhooked.sqlite3 python -m bot backup /data/backups/latest.sqlite3 --force""",
+    "restore": """examples:
+  systemctl stop unhooked
+  UNHOOKED_DB=/var/lib/unhooked/unhooked.sqlite3 python -m bot restore backups/unhooked-2025-01-31.sqlite3 --force
+  systemctl start unhooked""",
 }
 
 
@@ -151,9 +157,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=_run)
 
-    check = command("check", "Check the content files and print every problem as path:line: level: message.")
+    check = command(
+        "check",
+        "Check the crisis screen's floor (bot/floor/floor.yml) and the content files, and print every problem as "
+        "path:line: level: message.",
+    )
     tests_help = "the folder of test sentences (default: tests/conversations in the content folder)"
     check.add_argument("--tests", type=Path, metavar="DIR", help=tests_help)
+    check.add_argument("--json", action="store_true", help="print one JSON document: every problem and the counts")
+    check.add_argument(
+        "--fail-on-warnings", action="store_true", help="exit 1 on warnings too, not only on errors (for CI)"
+    )
     check.set_defaults(handler=_check)
 
     run_eval = command("eval", "Run every test sentence: accuracy per intent, confusions, and a threshold sweep.")
@@ -209,6 +223,11 @@ def _parser() -> argparse.ArgumentParser:
 
     purge = with_db(command("purge", "Delete escalation details and idle sessions past retention; keep daily counts."))
     purge.add_argument("--days", type=int, help="keep this many days (default: UNHOOKED_RETENTION_DAYS, or 30)")
+    purge.add_argument(
+        "--include-unacked",
+        action="store_true",
+        help="also delete escalations nobody has acknowledged (kept, and reported, without it)",
+    )
     purge.set_defaults(handler=_purge)
 
     migrate = with_db(command("migrate", "Apply the migrations this version has and the database lacks, then stop."))
@@ -223,6 +242,17 @@ def _parser() -> argparse.ArgumentParser:
     backup.add_argument("--force", action="store_true", help="replace PATH if it already exists")
     backup.add_argument("--db", help="the SQLite database to back up (default: UNHOOKED_DB)")
     backup.set_defaults(handler=_backup)
+
+    restore = command(
+        "restore",
+        "Put a backup back as the database (UNHOOKED_DB) while the bot is stopped: checked, the database it "
+        "replaces kept beside it, then migrated forward.",
+    )
+    restore.add_argument("path", type=Path, help="the backup file, as `backup` wrote it")
+    restore.add_argument("--force", action="store_true", help="replace an existing database (it is kept first)")
+    restore.add_argument("--db", help="the SQLite database to restore to (default: UNHOOKED_DB)")
+    restore.set_defaults(handler=_restore)
+    safety_cli.register(commands)
     return parser
 
 
@@ -276,7 +306,8 @@ def _lines(texts: list[str]) -> Iterator[str]:
 
 
 def _match(args: argparse.Namespace) -> int:
-    settings = replace(Settings.from_env(), reload_seconds=0)
+    # An in-memory database: a random hashing key, no secret.key written, no spool.
+    settings = replace(Settings.from_env().with_db(":memory:"), reload_seconds=0)
     # A try-out, not a conversation: its crisis detections are printed, never logged as escalations for operators.
     logging.getLogger("unhooked.escalations").disabled = True
 
@@ -306,23 +337,9 @@ def _here(path: Path) -> Path:
 
 def _check(args: argparse.Namespace) -> int:
     root = _here(Settings.from_env().content_dir)
-    catalog, problems = read_content(root)
-    if catalog is not None:
-        problems += lint(catalog, root, args.tests)
-    for problem in sorted(problems, key=lambda p: (str(p.path), p.line)):
-        print(problem)
-    counts = {level: sum(p.level == level for p in problems) for level in ("error", "warning", "note")}
-    summary = f"{counts['error']} errors, {counts['warning']} warnings" + (
-        f", {counts['note']} notes" if counts["note"] else ""
-    )
-    if catalog is not None:
-        print(
-            f"{len(catalog.intents)} intents, {len(catalog.passages)} passages, "
-            f"{len(catalog.safety_rules)} safety patterns: {summary}"
-        )
-    else:
-        print(f"content did not load: {summary}")
-    return 1 if counts["error"] else 0
+    report = checking.check(root, args.tests)
+    sys.stdout.write(report.as_json() if args.json else report.as_text())
+    return report.exit_code(fail_on_warnings=args.fail_on_warnings)
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -345,7 +362,10 @@ def _eval(args: argparse.Namespace) -> int:
         text, count = evaluate.known_failures_yaml(result)
         (folder / KNOWN_FAILURES).write_text(text, encoding="utf-8")
         print(f"wrote {folder / KNOWN_FAILURES}: {count} known failures", file=sys.stderr)
-    return 0
+    failing = result.gate()
+    if failing:
+        print(f"the accuracy gate fails: {'; '.join(failing)}", file=sys.stderr)
+    return 1 if failing else 0
 
 
 def _operate(args: argparse.Namespace, work: Any) -> int:
@@ -412,7 +432,10 @@ def _purge(args: argparse.Namespace) -> int:
     days = Settings.from_env().retention_days if args.days is None else args.days
     if days <= 0:
         raise ConfigError(f"--days must be greater than zero, e.g. --days 30; it is {days}")
-    return _operate(args, lambda store, spool: operators.purge_text(store, days, time.time()))
+    return _operate(
+        args,
+        lambda store, spool: operators.purge_text(store, days, time.time(), include_unacked=args.include_unacked),
+    )
 
 
 def _migrate(args: argparse.Namespace) -> int:
@@ -423,18 +446,16 @@ def _migrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _size(size: int) -> str:
-    if size < 1000:
-        return f"{size} bytes"
-    return f"{size / 1e3:.1f} KB" if size < 1_000_000 else f"{size / 1e6:.1f} MB"
+def _sqlite_file(settings: Settings, what: str, postgres: str) -> None:
+    if settings.database.in_memory:
+        raise ConfigError(f"an in-memory database has nothing to {what}; set UNHOOKED_DB or --db to the database file")
+    if settings.database.is_postgres:
+        raise ConfigError(f"{postgres} (see deploy/README.md)")
 
 
 def _backup(args: argparse.Namespace) -> int:
     settings = Settings.from_env().with_db(args.db)
-    if settings.database.in_memory:
-        raise ConfigError("an in-memory database has nothing to back up; set UNHOOKED_DB or --db to the database file")
-    if settings.database.is_postgres:
-        raise ConfigError("backup copies a SQLite database; back up PostgreSQL with pg_dump (see deploy/README.md)")
+    _sqlite_file(settings, "back up", "backup copies a SQLite database; back up PostgreSQL with pg_dump")
 
     async def run() -> Backup:
         async with existing_store(settings) as store:
@@ -444,21 +465,29 @@ def _backup(args: argparse.Namespace) -> int:
 
     print(f"backing up {settings.db_path} to {args.path} ...", flush=True)
     done = asyncio.run(run())
-    rows = ", ".join(f"{table.replace('_', ' ')} {count}" for table, count in done.rows.items())
-    latest = done.migrations[-1] if done.migrations else "none"
-    print(f"wrote {done.path}: {_size(done.size)}, {rows}; migrations up to {latest}; integrity check ok")
-    print(
-        "Keep it where only operators can read it. Restored, its sessions link to people only with the same "
-        "UNHOOKED_SECRET (or the secret.key beside the database)."
-    )
+    print(f"wrote {done.path}: {backups.describe(done)}")
+    print(f"Keep it where only operators can read it. {backups.SAME_KEY_NOTE}")
+    return 0
+
+
+def _restore(args: argparse.Namespace) -> int:
+    settings = Settings.from_env().with_db(args.db)
+    _sqlite_file(settings, "restore", "restore writes a SQLite database; restore PostgreSQL with pg_restore")
+    done = asyncio.run(backups.restore(args.path, settings.db_path, force=args.force))
+    if done.kept is not None:
+        print(f"kept the database it replaces as {done.kept}")
+    print(f"restored {args.path} to {done.copy.path}: {backups.describe(done.copy)}")
+    if done.migrated:
+        print(f"then migrated it forward: {', '.join(done.migrated)}")
+    print(backups.SAME_KEY_NOTE)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command and return its exit status."""
     args = _parser().parse_args(argv)
-    configure_logging(os.environ.get("UNHOOKED_LOG_LEVEL", "WARNING"))
     try:
+        configure_logging(os.environ.get("UNHOOKED_LOG_LEVEL", "WARNING"), log_format())
         return args.handler(args)
     except BotError as error:
         print(f"unhooked: {error}", file=sys.stderr)

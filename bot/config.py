@@ -57,6 +57,39 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     return _number(env, name, default, float, "a number of seconds", zero="off")
 
 
+SECRET_FILES = ("TELEGRAM_BOT_TOKEN_FILE", "UNHOOKED_SECRET_FILE", "UNHOOKED_WEBHOOK_SECRET_FILE")
+"""Files a secret setting may be read from instead (Docker secrets: ``/run/secrets/...``)."""
+
+
+def secret_setting(env: Mapping[str, str], name: str) -> str | None:
+    """A secret: ``name``, or the file ``name``_FILE names, or systemd's credential ``name.lower()``.
+
+    The credential (``LoadCredential=telegram_bot_token:...`` puts it in ``$CREDENTIALS_DIRECTORY``) is read
+    only when neither variable is set; setting both variables is refused, since it is unclear which is meant.
+    """
+    value = env.get(name, "").strip()
+    file_name = f"{name}_FILE"
+    raw_path = env.get(file_name, "").strip()
+    if value and raw_path:
+        raise ConfigError(f"both {name} and {file_name} are set; keep one of them (the file is the safer place)")
+    credentials = env.get("CREDENTIALS_DIRECTORY", "").strip()
+    if not value and not raw_path and credentials and (Path(credentials) / name.lower()).is_file():
+        raw_path, file_name = str(Path(credentials) / name.lower()), f"the systemd credential {name.lower()}"
+    if not raw_path:
+        return value or None
+    try:
+        value = Path(raw_path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        raise ConfigError(
+            f"{file_name} names {raw_path}, which cannot be read ({reason}); "
+            "check the path and that the bot's user may read it"
+        ) from None
+    if not value:
+        raise ConfigError(f"{raw_path} ({file_name}) is empty; put the {name} value in it")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the core needs to run, whatever the adapter."""
@@ -78,6 +111,8 @@ class Settings:
     """A PostgreSQL server (``UNHOOKED_DB=postgresql://...``) instead of the SQLite file; may hold a password."""
     pool: Pool = field(default_factory=Pool)
     """The PostgreSQL connection pool (``UNHOOKED_DB_POOL_MIN``, ``UNHOOKED_DB_POOL_MAX``, ``UNHOOKED_DB_TIMEOUT``)."""
+    crisis_model: str | None = None
+    """The learned crisis screen (``UNHOOKED_CRISIS_MODEL``): unset for the shipped model, ``off``, or a folder."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -100,7 +135,7 @@ class Settings:
                 f"UNHOOKED_CONTENT_DIR points to {str(content_dir)!r}, which is not a folder; "
                 "set it to the folder that holds intents/ and responses/, or unset it to use the shipped content"
             )
-        secret = env.get("UNHOOKED_SECRET", "").strip() or None
+        secret = secret_setting(env, "UNHOOKED_SECRET")
         if secret is not None and len(secret) < MIN_SECRET_CHARS:
             raise ConfigError(
                 f"UNHOOKED_SECRET is {len(secret)} characters long; set it to at least {MIN_SECRET_CHARS} random "
@@ -112,6 +147,13 @@ class Settings:
                 "UNHOOKED_DB names a PostgreSQL server, so every replica must hash ids with the same key: set "
                 "UNHOOKED_SECRET (at least 16 random characters) to the same value for each of them"
             )
+        crisis_model = env.get("UNHOOKED_CRISIS_MODEL", "").strip() or None
+        if crisis_model not in (None, "off") and not Path(crisis_model).is_dir():
+            raise ConfigError(
+                f"UNHOOKED_CRISIS_MODEL is {crisis_model!r}, which is not a folder; set it to a folder holding "
+                "crisis.onnx, tokenizer.json and card.json, to `off` to screen with the lexicon alone, "
+                "or unset it to use the shipped model"
+            )
         return cls(
             db_path=database.path,
             db_url=database.url,
@@ -121,6 +163,7 @@ class Settings:
             reload_seconds=_seconds(env, "UNHOOKED_RELOAD_SECONDS", cls.reload_seconds),
             retention_days=_positive_int(env, "UNHOOKED_RETENTION_DAYS", DEFAULT_RETENTION_DAYS),
             escalation_excerpts=_flag(env, "UNHOOKED_ESCALATION_EXCERPTS"),
+            crisis_model=crisis_model,
         )
 
     @property
@@ -170,6 +213,21 @@ class Settings:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(key + b"\n")
         return key
+
+
+LOG_FORMATS = ("text", "json")
+
+
+def log_format(env: Mapping[str, str] | None = None) -> str:
+    """``UNHOOKED_LOG_FORMAT``: ``text`` (the default) or ``json``, one object per line."""
+    env = os.environ if env is None else env
+    kind = env.get("UNHOOKED_LOG_FORMAT", "").strip().lower() or "text"
+    if kind not in LOG_FORMATS:
+        raise ConfigError(
+            f"UNHOOKED_LOG_FORMAT must be text or json, e.g. UNHOOKED_LOG_FORMAT=json for one JSON object per line; "
+            f"it is {kind!r}"
+        )
+    return kind
 
 
 def _chat_id(env: Mapping[str, str], name: str, example: str) -> int | None:
@@ -260,11 +318,12 @@ class TelegramSettings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> TelegramSettings:
         """Read and check the Telegram settings; raise ``ConfigError`` with what to set."""
         env = os.environ if env is None else env
-        token = env.get("TELEGRAM_BOT_TOKEN", "").strip()
+        token = secret_setting(env, "TELEGRAM_BOT_TOKEN") or ""
         if not token:
             raise ConfigError(
                 "TELEGRAM_BOT_TOKEN is not set; set it to the token @BotFather gave you "
-                "(it looks like 123456789:AAE...), e.g. in .env (see .env.example)"
+                "(it looks like 123456789:AAE...), e.g. in .env (see .env.example), or TELEGRAM_BOT_TOKEN_FILE "
+                "to a file holding it"
             )
         if not _TOKEN.match(token):
             raise ConfigError(
@@ -295,7 +354,7 @@ class TelegramSettings:
             admin_ids=frozenset(admins),
             protect_content=_flag(env, "UNHOOKED_PROTECT_CONTENT", True),
             webhook_url=env.get("UNHOOKED_WEBHOOK_URL", "").strip() or None,
-            webhook_secret=env.get("UNHOOKED_WEBHOOK_SECRET", "").strip() or None,
+            webhook_secret=secret_setting(env, "UNHOOKED_WEBHOOK_SECRET"),
             http_listen=env.get("UNHOOKED_HTTP_LISTEN", "").strip() or "127.0.0.1",
             http_port=_port(env, "UNHOOKED_HTTP_PORT"),
             poll_timeout=_positive_float(env, "UNHOOKED_POLL_TIMEOUT", 30.0),

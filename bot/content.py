@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot import safety
 from bot.errors import ContentError
-from bot.lexicon import FLOOR, Rule
+from bot.lexicon import Rule
 from bot.matcher import IntentPhrases
 from bot.models import Example, Intent, Passage, Problem
+from bot.rules import RuleReader, floor_file
 from bot.yamlfile import YamlList, YamlMap, read_yaml
 
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -21,9 +21,9 @@ ACTIONS = ("answer", "continue")
 
 INTENT_FIELDS = ("id", "title", "menu", "action", "examples", "keywords", "responses")
 PASSAGE_FIELDS = ("id", "text", "section", "source", "follow_ups")
-SAFETY_FIELDS = ("id", "category", "level", "phrase", "pattern", "examples", "note")
 SAFETY_FILE = Path("safety") / "patterns.yml"
 """Moderators' safety patterns, relative to the content root; optional."""
+FLOOR_NAME = "bot/floor/floor.yml"
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,8 @@ class Catalog:
 
     def conversational(self, intent: Intent) -> bool:
         """Small talk or "tell me more": no passage of the intent is quoted from the article."""
-        return not any(self.passages[passage_id].quoted for passage_id in intent.responses)
+        passages = (self.passages.get(passage_id) for passage_id in intent.responses)
+        return not any(passage.quoted for passage in passages if passage is not None)
 
     def menu(self) -> list[Intent]:
         """The intents offered as topics, in their menu order."""
@@ -59,72 +60,8 @@ class Catalog:
         return sorted(listed, key=lambda intent: (intent.menu, intent.id))
 
 
-@dataclass
-class _Reader:
-    """Collects problems while turning raw YAML data into typed content."""
-
-    problems: list[Problem] = field(default_factory=list)
-
-    def error(self, path: Path, line: int, message: str) -> None:
-        self.problems.append(Problem(path, line, "error", message))
-
-    def fields(self, data: YamlMap, path: Path, allowed: tuple[str, ...], what: str) -> None:
-        for key in data:
-            if key not in allowed:
-                self.error(
-                    path,
-                    data.lines[key],
-                    f"unknown field {key!r} in {what}; the fields allowed are: {', '.join(allowed)}",
-                )
-
-    def text(self, data: YamlMap, key: str, path: Path, *, required: bool) -> str | None:
-        value = data.get(key)
-        if value is None:
-            if key in data:
-                self.error(path, data.lines[key], f"{key!r} is empty; write its value after the colon")
-            elif required:
-                self.error(path, data.line, f"{key!r} is missing; add `{key}: ...` to this entry")
-            return None
-        if not isinstance(value, str) or not value.strip():
-            self.error(path, data.lines[key], f"{key!r} must be non-empty text")
-            return None
-        return value.strip()
-
-    def text_list(self, data: YamlMap, key: str, path: Path, *, required: bool) -> list[tuple[str, int]]:
-        value = data.get(key)
-        if value is None:
-            if key in data:
-                self.error(
-                    path, data.lines[key], f"{key!r} is empty; add entries under it, one per line starting with '- '"
-                )
-            elif required:
-                self.error(path, data.line, f"{key!r} is missing; add a list of entries under `{key}:`")
-            return []
-        if not isinstance(value, YamlList):
-            self.error(path, data.lines[key], f"{key!r} must be a list, one entry per line starting with '- '")
-            return []
-        items = []
-        for item, line in zip(value, value.lines, strict=True):
-            if not isinstance(item, str) or not item.strip():
-                self.error(
-                    path,
-                    line,
-                    f"each entry of {key!r} must be non-empty text; quote it if it starts with a special character",
-                )
-            else:
-                items.append((item.strip(), line))
-        if required and not items and isinstance(value, YamlList) and not value:
-            self.error(path, data.lines[key], f"{key!r} is empty; add at least one entry")
-        return items
-
-    def identifier(self, data: YamlMap, path: Path, pattern: re.Pattern[str], what: str) -> str | None:
-        value = self.text(data, "id", path, required=True)
-        if value is not None and not pattern.match(value):
-            self.error(
-                path, data.lines["id"], f"the id {value!r} must use lowercase letters, digits and underscores{what}"
-            )
-            return None
-        return value
+class _Reader(RuleReader):
+    """Turns raw YAML data into intents, passages and safety rules."""
 
     def intent(self, data: Any, path: Path) -> Intent | None:
         if not isinstance(data, YamlMap):
@@ -206,60 +143,16 @@ class _Reader:
         )
 
     def safety_rules(self, data: Any, path: Path) -> list[Rule]:
-        """Moderators' crisis-screen rules; each is checked against its own examples."""
+        """Moderators' crisis-screen rules, read by the floor's compiler; each is checked against its own examples."""
         if data is None or (isinstance(data, YamlMap) and data.get("patterns") is None and "patterns" in data):
             return []
-        if not isinstance(data, YamlMap) or not isinstance(data.get("patterns"), YamlList):
-            self.error(path, getattr(data, "line", 1), "the safety file must have `patterns:` followed by a list")
-            return []
-        self.fields(data, path, ("patterns",), "the safety file")
-        rules: dict[str, Rule] = {}
-        floor_ids = {rule.id for rule in FLOOR}
-        for item, line in zip(data["patterns"], data["patterns"].lines, strict=True):
-            if not isinstance(item, YamlMap):
-                self.error(
-                    path,
-                    line,
-                    "each safety pattern must be a mapping with `id:`, `category:`, `level:` and "
-                    "`phrase:` or `pattern:`",
-                )
-                continue
-            rule = self.safety_rule(item, path)
-            if rule is None:
-                continue
-            if rule.id in floor_ids or rule.id in rules:
-                where = "the floor in bot/lexicon.py" if rule.id in floor_ids else "this file"
-                self.error(path, item.lines["id"], f"the safety pattern id {rule.id!r} is already used in {where}")
-                continue
-            rules[rule.id] = rule
-        return list(rules.values())
-
-    def safety_rule(self, item: YamlMap, path: Path) -> Rule | None:
-        self.fields(item, path, SAFETY_FIELDS, "a safety pattern")
-        rule_id = self.identifier(item, path, PASSAGE_ID_PATTERN, ", with dots between parts")
-        category = self.text(item, "category", path, required=True)
-        level = self.text(item, "level", path, required=True)
-        phrase = self.text(item, "phrase", path, required=False)
-        pattern = self.text(item, "pattern", path, required=False)
-        examples = self.text_list(item, "examples", path, required=False)
-        if rule_id is None or category is None or level is None:
-            return None
-        try:
-            rule = safety.compile_rule(rule_id, category, level, pattern=pattern, phrase=phrase)
-        except safety.RuleError as error:
-            self.error(path, item.lines.get(error.field, item.line), str(error))
-            return None
-        if pattern is not None:
-            for warning in safety.pattern_warnings(pattern):
-                self.problems.append(Problem(path, item.lines["pattern"], "warning", warning))
-        for example, line in examples:
-            if not safety.fired(example, (rule,)):
-                self.error(path, line, f"the example {example!r} is not caught by safety pattern {rule_id!r}")
-        return rule
-
-
-FieldReader = _Reader
-"""The field checks of this loader, for other YAML files read the same way (``bot.lint``, ``bot.conversations``)."""
+        if isinstance(data, YamlMap):
+            self.fields(data, path, ("patterns",), "the safety file")
+        floor = floor_file()
+        taken = dict.fromkeys((rule.id for rule in floor.rules), f"the floor in {FLOOR_NAME}")
+        entries = self.rule_entries(data, path, "patterns", macros=floor.macros, taken=taken)
+        self.check_examples(entries)
+        return [entry.rule for entry in entries]
 
 
 def _files(folder: Path) -> list[Path]:
@@ -324,8 +217,12 @@ def _article_title(reader: _Reader, root: Path) -> str:
     return reader.text(data, "title", path, required=True) or ""
 
 
-def read_content(root: Path) -> tuple[Catalog | None, list[Problem]]:
-    """Read every content file under ``root``; return the catalogue (if usable) and all problems."""
+def read_content(root: Path, *, partial: bool = False) -> tuple[Catalog | None, list[Problem]]:
+    """Read every content file under ``root``; return the catalogue (if usable) and all problems.
+
+    ``partial`` returns what did load even when there are errors (for ``check``, which goes on checking
+    it), and ``None`` only when the content folders are missing.
+    """
     reader = _Reader()
     intents_dir, responses_dir = root / "intents", root / "responses"
     for folder in (intents_dir, responses_dir):
@@ -353,7 +250,7 @@ def read_content(root: Path) -> tuple[Catalog | None, list[Problem]]:
     _cross_check(reader, intents, passages)
     title = _article_title(reader, root)
     rules = _safety_rules(reader, root / SAFETY_FILE)
-    if any(problem.level == "error" for problem in reader.problems):
+    if not partial and any(problem.level == "error" for problem in reader.problems):
         return None, reader.problems
     catalog = Catalog(root=root, intents=intents, passages=passages, article_title=title, safety_rules=rules)
     return catalog, reader.problems

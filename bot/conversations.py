@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.content import FieldReader
 from bot.models import Problem
-from bot.yamlfile import YamlList, YamlMap, read_yaml
+from bot.yamlfile import FieldReader, YamlList, YamlMap, read_yaml
 
 KNOWN_FAILURES = "_known_failures.yaml"
 OUT_OF_SCOPE = "_out_of_scope.yaml"

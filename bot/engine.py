@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 from bot import redact, safety
 from bot.content import Catalog
+from bot.crisis import CrisisScreen
 from bot.escalation import Escalator
 from bot.health import Faults
-from bot.lexicon import FLOOR, Rule
+from bot.lexicon import CATEGORIES
 from bot.matcher import Matcher, MatcherSettings
 from bot.metrics import Metrics
 from bot.models import (
@@ -31,6 +32,7 @@ from bot.models import (
     Suggestion,
     Track,
 )
+from bot.rules import floor
 from bot.sessions import Sessions
 from bot.store import Store
 
@@ -80,6 +82,7 @@ class Engine:
         excerpts: bool = False,
         metrics: Metrics | None = None,
         faults: Faults | None = None,
+        screen: CrisisScreen | None = None,
     ) -> None:
         self.metrics = metrics or (escalator.metrics if escalator else Metrics())
         """What operators can count (``/metrics``): messages, intents, fallbacks, escalations, latency..."""
@@ -94,18 +97,21 @@ class Engine:
         self._matcher_settings = matcher_settings
         self.catalog: Catalog | None = None
         self.matcher: Matcher | None = None
-        self.rules: tuple[Rule, ...] = FLOOR
+        self.screen = screen or CrisisScreen(faults=self.faults, metrics=self.metrics)
+        """The one crisis screen: lexicon floor, moderators' rules and the learned model; adapters screen through it."""
         self.use(catalog)
 
     def use(self, catalog: Catalog | None) -> None:
         """Serve ``catalog`` from the next message on (``None`` serves crisis replies only).
 
-        The crisis screen always runs the floor in code, plus the catalogue's own safety rules.
+        The crisis screen always runs the floor's rules, plus the catalogue's own safety rules, plus the model.
         """
         matcher = Matcher(catalog.phrases(), self._matcher_settings) if catalog else None
-        rules = FLOOR + catalog.safety_rules if catalog else FLOOR
-        safety.prepare(rules)  # never raises: a prefilter that cannot be built tries every rule
-        self.catalog, self.matcher, self.rules = catalog, matcher, rules
+        rules = floor() + catalog.safety_rules if catalog else floor()
+        self.screen.use(rules)
+        self.catalog, self.matcher = catalog, matcher
+        categories = {*CATEGORIES, *(rule.category for rule in rules), safety.SCREEN_FAILED.category}
+        self.metrics.serving(catalog.intents if catalog else (), categories)
         self.metrics.content_loaded.set(1 if catalog else 0)
         self.metrics.content_intents.set(len(catalog.intents) if catalog else 0)
 
@@ -137,7 +143,7 @@ class Engine:
         return outcome
 
     async def _handle(self, incoming: Incoming) -> Outcome:
-        detection = self._screen(incoming.text)
+        screened, detection = self.screen.read(incoming.text)
         key = self.user_key(incoming.channel, incoming.user_id)
         now = self._clock()
         self.sessions.count("messages", now)
@@ -148,11 +154,11 @@ class Engine:
         if in_crisis and detection is not None:
             return await self._crisis(incoming, key, now, safety.in_crisis_window(detection), session)
         replies: list[Reply] = []
-        if in_crisis and safety.says_safe(incoming.text):
+        if in_crisis and screened is not None and safety.says_safe(screened):
             session.crisis_level = session.crisis_at = session.crisis_track = None
             in_crisis = False
             replies.append(safety.SAFE_ACK)
-            if safety.only_says_safe(incoming.text):
+            if safety.only_says_safe(screened):
                 self._finish(session, now)
                 return Outcome(tuple(replies))
         elif in_crisis:
@@ -164,6 +170,7 @@ class Engine:
         try:
             match, answers = self._answer(incoming, session, calm=in_crisis)
         except Exception:
+            self.metrics.handler_errors.inc("answer")
             log.exception("answering failed; sending an apology")
             match, answers = None, [Reply(APOLOGY, ReplyKind.NOTICE)]
         self._finish(session, now)
@@ -197,6 +204,7 @@ class Engine:
             self.sessions.count(f"escalations.{detection.level.value}", now)
             await self.escalator.record(escalation)
         except Exception:
+            self.metrics.handler_errors.inc("crisis_bookkeeping")
             log.exception("bookkeeping for escalation %s failed; the crisis reply goes out anyway", escalation.id)
         return Outcome((reply,), None, detection, escalation)
 
@@ -207,24 +215,9 @@ class Engine:
         try:
             return redact.excerpt(text)
         except Exception:
+            self.metrics.handler_errors.inc("excerpt")
             log.exception("could not redact an excerpt; the escalation is recorded without one")
             return None
-
-    def urgent(self, text: str) -> bool:
-        """Whether ``handle`` would answer ``text`` with the crisis reply alone: the same screen, run ahead.
-
-        Adapters call it as a message arrives, to answer crisis messages ahead of the queue; it is cheap
-        (the screen alone, no session) and a failing screen counts as urgent.
-        """
-        detection = self._screen(text)
-        return detection is not None and detection.level.rank >= Level.CRISIS.rank
-
-    def _screen(self, text: str) -> Detection | None:
-        try:
-            return safety.detect(text, self.rules)
-        except Exception:
-            log.exception("the crisis screen failed; answering with crisis resources to be safe")
-            return safety.SCREEN_FAILED
 
     @staticmethod
     def _in_crisis(session: Session, now: float) -> bool:

@@ -12,10 +12,11 @@ from typing import Protocol
 
 from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
-from bot.metrics import Metrics
+from bot.logs import FIELDS
+from bot.metrics import LEVELS, Metrics
 from bot.models import Escalation
 from bot.spool import Spool
-from bot.store import EscalationLog
+from bot.store import EscalationLog, LocalLocks, Locks, run_once
 from bot.store.codec import to_record
 
 log = logging.getLogger("unhooked.escalations")
@@ -30,6 +31,8 @@ One alert is on its way at a time and the escalations that come meanwhile go tog
 hour never floods (or throttles) the operators' chat."""
 REMEMBER_ALERTED = 10_000
 """Ids of escalations alerted by this process, kept so a late read of owed alerts never alerts one twice."""
+OWED_AFTER = 60.0
+"""Seconds after which replicas treat an escalation's missing alert as owed (its own replica had that long)."""
 
 
 class Alerter(Protocol):
@@ -38,11 +41,16 @@ class Alerter(Protocol):
     def __call__(self, escalations: Sequence[Escalation]) -> Awaitable[None]: ...
 
 
-def log_line(escalation: Escalation) -> str:
+def log_fields(escalation: Escalation) -> dict[str, object]:
     """The structured log record of an escalation: no message text, no raw ids."""
     record = to_record(escalation)
     record.pop("excerpt", None)
-    return json.dumps({"event": "escalation", **record}, sort_keys=True)
+    return {"event": "escalation", **record}
+
+
+def log_line(escalation: Escalation) -> str:
+    """The log record of an escalation as one line of JSON (its message in the text log format)."""
+    return json.dumps(log_fields(escalation), sort_keys=True)
 
 
 class Escalator:
@@ -57,8 +65,11 @@ class Escalator:
         clock: Callable[[], float] = time.time,
         metrics: Metrics | None = None,
         faults: Faults | None = None,
+        locks: Locks | None = None,
     ) -> None:
         self.store = store
+        self.locks = locks or LocalLocks()
+        """Keeps replicas on one database from replaying the spool, or sending owed alerts, at once."""
         self.spool = spool
         self.alerter = alerter
         self.metrics = metrics or Metrics()
@@ -71,10 +82,16 @@ class Escalator:
         """The last ``REMEMBER_ALERTED`` escalations alerted, whether or not their mark is written yet."""
         self._alerting: asyncio.Task[None] | None = None
         self.metrics.alerts_pending.read = lambda: len(self._owed)
+        self._unacked: dict[str, list[float]] = {level: [] for level in LEVELS}
+        """When each unacknowledged escalation happened, by level, as last read (``refresh_unacked``)."""
+        self.metrics.unacked.read = lambda: {(level,): len(ats) for level, ats in self._unacked.items()}
+        self.metrics.unacked_oldest.read = lambda: {
+            (level,): max(0.0, self._clock() - min(ats)) if ats else 0.0 for level, ats in self._unacked.items()
+        }
 
     async def record(self, escalation: Escalation) -> None:
         """Store the escalation in the database, or the spool if the database does not take it in time."""
-        log.warning(log_line(escalation))
+        log.warning("%s", log_line(escalation), extra={FIELDS: log_fields(escalation)})
         try:
             async with asyncio.timeout(RECORD_TIMEOUT):
                 await self.store.record_escalations([escalation])
@@ -139,7 +156,11 @@ class Escalator:
                     log.error("alert for escalation %s delivered but not marked: %s", escalation.id, error)
 
     async def deliver_owed(self) -> int:
-        """Try every alert still owed (the database's and this process's); return how many were owed."""
+        """Try every alert still owed (the database's and this process's); return how many were owed.
+
+        With replicas (``Locks.shared``) an escalation is owed only once ``OWED_AFTER`` seconds old: until then
+        the replica that recorded it may be sending its alert, which another must not send again.
+        """
         if self.alerter is None:
             return 0
         try:
@@ -147,6 +168,8 @@ class Escalator:
         except StoreError as error:
             log.error("cannot read owed alerts: %s", error)
             stored = []
+        if self.locks.shared:
+            stored = [escalation for escalation in stored if escalation.at <= self._clock() - OWED_AFTER]
         alerting = self._owe(stored)
         owed = len(self._owed)
         if alerting is not None:
@@ -165,17 +188,23 @@ class Escalator:
         self.faults.clear(STORE, "escalation records")
         return moved
 
-    async def retry_forever(self, every: float = RETRY_EVERY) -> None:
-        """Every ``every`` seconds until cancelled: replay the spool into the database, deliver owed alerts."""
-        while True:
-            await self.replay_spool()
-            await self.deliver_owed()
-            await asyncio.sleep(every)
+    async def refresh_unacked(self) -> list[Escalation]:
+        """Read the unacknowledged escalations for ``unhooked_unacked_escalations``; return them, oldest first."""
+        try:
+            found = await self.store.escalations(unacked=True)
+        except StoreError as error:
+            log.error("cannot read unacknowledged escalations: %s", error)
+            return []
+        self._unacked = {level: [e.at for e in found if e.level.value == level] for level in LEVELS}
+        return found
 
-    def _spawn(self, work: Awaitable[None]) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    async def retry_forever(self, every: float = RETRY_EVERY) -> None:
+        """Every ``every`` seconds until cancelled: replay the spool, deliver owed alerts (each by one replica)."""
+        while True:
+            await run_once(self.locks, "spool-replay", self.replay_spool)
+            await run_once(self.locks, "owed-alerts", self.deliver_owed)
+            await self.refresh_unacked()
+            await asyncio.sleep(every)
 
     async def aclose(self, grace: float = 5.0) -> None:
         """Give alerts under way a moment to finish, then stop them."""

@@ -15,7 +15,7 @@ Errors and warnings are chosen by what a mistake does to a person reading the bo
   but say nothing false: near-collisions between intents (the matcher's margin rule already turns
   a close call into an honest "which did you mean?"), unused passages, intents without test
   sentences, passages long enough to be a wall of text on a phone.
-* **notes**: facts about the check itself, e.g. an installed package has no test sentences.
+* **notes**: facts about the check itself, e.g. a content folder has no test sentences.
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ from pathlib import Path
 
 from bot import resources
 from bot.article import Article
-from bot.content import Catalog, FieldReader, read_content
+from bot.content import Catalog, read_content
 from bot.conversations import SentenceSet, read_sentences
 from bot.matcher import Matcher, MatcherSettings, tokens_of
 from bot.models import Intent, Problem
 from bot.normalize import for_matching
-from bot.yamlfile import YamlList, YamlMap, read_yaml
+from bot.yamlfile import FieldReader, YamlList, YamlMap, read_yaml
 
 log = logging.getLogger("unhooked.lint")
 
@@ -182,17 +182,38 @@ def duplicate_examples(catalog: Catalog) -> Iterator[Problem]:
                 )
 
 
+_REVIEWED = re.compile(r"#\s*reviewed:\s*([a-z0-9_][a-z0-9_,\s]*)")
+"""A comment on an example's line that silences its near-collision warnings with the intents it names."""
+
+
+def reviewed(path: Path, line: int, cache: dict[Path, list[str]]) -> frozenset[str]:
+    """The intents a moderator marked as reviewed near-collisions on this line (``# reviewed: other_intent``)."""
+    if path not in cache:
+        try:
+            cache[path] = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            cache[path] = []
+    lines = cache[path]
+    found = _REVIEWED.search(lines[line - 1]) if 0 < line <= len(lines) else None
+    return frozenset(found.group(1).replace(",", " ").split()) if found else frozenset()
+
+
 def near_collisions(catalog: Catalog, settings: MatcherSettings | None = None) -> Iterator[Problem]:
-    """Examples of one intent that the production matcher scores above the threshold for another intent."""
+    """Examples of one intent that the production matcher scores above the threshold for another intent.
+
+    A warning a moderator has looked at is silenced in the file itself: ``# reviewed: other_intent``
+    at the end of the example's line (a collision with any other intent still warns).
+    """
     settings = settings or MatcherSettings()
     matcher = Matcher(catalog.phrases(), settings)
     reported: set[frozenset[tuple[str, int]]] = set()
+    files: dict[Path, list[str]] = {}
     for intent in catalog.intents.values():
         for example in intent.examples:
             for hit in matcher.rank(example.text):
                 if hit.score < settings.threshold:
                     break
-                if hit.intent == intent.id:
+                if hit.intent == intent.id or hit.intent in reviewed(intent.path, example.line, files):
                     continue
                 other = catalog.intents[hit.intent]
                 what, line = _source(other, hit.example)
@@ -205,7 +226,8 @@ def near_collisions(catalog: Catalog, settings: MatcherSettings | None = None) -
                     example.line,
                     f"example {example.text!r} of {intent.id!r} scores {hit.score:.0f} for {hit.intent!r}"
                     f" (its {what} at {other.path}:{line}); the threshold is"
-                    f" {settings.threshold:.0f}, so messages like it may go to either: make them more distinct",
+                    f" {settings.threshold:.0f}, so messages like it may go to either: make them more distinct,"
+                    f" or end this line with `# reviewed: {hit.intent}` if they are fine as they are",
                 )
 
 
@@ -224,8 +246,8 @@ def sentence_coverage(catalog: Catalog, sentences: SentenceSet | None, tests_dir
             tests_dir,
             1,
             "note",
-            "there is no test sentences folder here (an installed package ships none), so intents were not"
-            " checked for test sentences; run `check` in a checkout for that",
+            "there is no test sentences folder here, so intents were not checked for test sentences;"
+            " pass --tests DIR with the folder that has them",
         )
         return
     for intent in catalog.intents.values():
@@ -354,22 +376,28 @@ def hotline_numbers(root: Path) -> Iterator[Problem]:
                         break
 
 
-def lint(catalog: Catalog, root: Path, tests_dir: Path | None = None, *, collisions: bool = True) -> list[Problem]:
+def lint(
+    catalog: Catalog, root: Path, tests_dir: Path | None = None, *, collisions: bool = True, complete: bool = True
+) -> list[Problem]:
     """Every check on loaded content; ``tests_dir`` defaults to ``tests/conversations`` under ``root``.
 
     ``collisions=False`` leaves out the near-collision check: it only warns, and it costs the most
-    (every example against every other intent), so the serving path skips it.
+    (every example against every other intent), so the serving path skips it. ``complete=False`` says
+    some files did not load: the checks that need every intent and passage (unused passages, test
+    sentences naming intents) are left out rather than report what the missing files hold.
     """
     tests_dir = root / TESTS_DIR if tests_dir is None else tests_dir
     article, problems = read_article(root)
     banned, banned_problems = read_banned_advice(root)
     sentences, sentence_problems = read_sentences(tests_dir)
     problems += banned_problems + sentence_problems
-    problems += unused_passages(catalog)
+    if complete:
+        problems += unused_passages(catalog)
     problems += duplicate_examples(catalog)
     if collisions:
         problems += near_collisions(catalog)
-    problems += sentence_coverage(catalog, sentences, tests_dir)
+    if complete:
+        problems += sentence_coverage(catalog, sentences, tests_dir)
     if article is not None:
         problems += not_verbatim(catalog, article)
         problems += wrong_sections(catalog, article)

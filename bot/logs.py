@@ -1,8 +1,14 @@
-"""Logging for every command: our lines at ``UNHOOKED_LOG_LEVEL``, the libraries that echo payloads kept quiet."""
+"""Logging for every command: our lines at ``UNHOOKED_LOG_LEVEL`` as text or JSON, noisy libraries kept quiet.
+
+``UNHOOKED_LOG_FORMAT=json`` writes one JSON object per line; the libraries that echo payloads stay at WARNING.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
+from datetime import UTC, datetime
+from typing import Any
 
 QUIET_LOGGERS = ("aiosqlite", "httpx", "httpcore", "telegram", "tornado.access", "apscheduler")
 """Libraries whose chatty levels echo payloads: SQL parameters, request URLs with the bot token, whole
@@ -30,7 +36,43 @@ def quiet_library_logs() -> None:
             handler.addFilter(_Redact())
 
 
-def configure_logging(level: str) -> None:
-    """Log to stderr at ``level``, with the libraries quieted (``quiet_library_logs``)."""
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+FIELDS = "json_fields"
+"""The ``extra`` key of a record whose fields a JSON line carries at its top level instead of the message
+(the escalation's: the text format shows them as the message, one JSON line)."""
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: time (UTC, ISO 8601), severity, logger, message or fields, and any traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "severity": record.levelname,
+            "logger": record.name,
+        }
+        fields = getattr(record, FIELDS, None)
+        if isinstance(fields, dict):
+            line.update({key: value for key, value in fields.items() if key not in line})
+        else:
+            line["message"] = record.getMessage()
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            line["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(line, ensure_ascii=False, default=str)
+
+
+def formatter(kind: str) -> logging.Formatter:
+    """The formatter for ``UNHOOKED_LOG_FORMAT``: ``text`` (the default) or ``json``."""
+    if kind == "json":
+        return JsonFormatter()
+    return logging.Formatter(TEXT_FORMAT)
+
+
+def configure_logging(level: str, kind: str = "text") -> None:
+    """Log to stderr at ``level`` as ``kind`` (text or json), with the libraries quieted (``quiet_library_logs``)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(formatter(kind))
+    logging.basicConfig(level=level.upper(), handlers=[handler])
     quiet_library_logs()

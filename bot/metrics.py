@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 import time
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 
 from bot import __version__
 
@@ -74,6 +76,12 @@ class Counter(Metric):
         super().__init__(name, help_text, labels)
         self._values: dict[tuple[str, ...], float] = {} if labels else {(): 0.0}
 
+    def zero(self, *keys: Sequence[str]) -> Counter:
+        """Show these label values at 0 until they are first counted, so ``increase()`` sees the first one."""
+        for values in keys:
+            self._values.setdefault(self._key(values), 0.0)
+        return self
+
     def inc(self, *values: str, amount: float = 1.0) -> None:
         """Add ``amount`` (default 1) for these label values."""
         if amount < 0:
@@ -94,14 +102,16 @@ class Counter(Metric):
             yield f"{self.name}{_labels(self.labels, key)} {_number(value)}"
 
 
+Reading = Callable[[], float] | Callable[[], Mapping[tuple[str, ...], float]]
+"""What a gauge reads at each rendering: its value, or for a labelled gauge its values by label values."""
+
+
 class Gauge(Metric):
     """A value that goes up and down: set directly, or read from ``read`` at each rendering."""
 
     kind = "gauge"
 
-    def __init__(
-        self, name: str, help_text: str, labels: Sequence[str] = (), read: Callable[[], float] | None = None
-    ) -> None:
+    def __init__(self, name: str, help_text: str, labels: Sequence[str] = (), read: Reading | None = None) -> None:
         super().__init__(name, help_text, labels)
         self.read = read
         self._values: dict[tuple[str, ...], float] = {} if labels else {(): 0.0}
@@ -110,17 +120,20 @@ class Gauge(Metric):
         """Set the value for these label values."""
         self._values[self._key(values)] = float(value)
 
+    def _current(self) -> dict[tuple[str, ...], float]:
+        if self.read is None:
+            return self._values
+        read = self.read()
+        if not self.labels:
+            return {(): float(read)}  # type: ignore[arg-type]
+        return {**self._values, **{self._key(key): float(value) for key, value in read.items()}}  # type: ignore[union-attr]
+
     def value(self, *values: str) -> float:
         """The current value."""
-        if self.read is not None and not self.labels:
-            return float(self.read())
-        return self._values.get(self._key(values), 0.0)
+        return self._current().get(self._key(values), 0.0)
 
     def lines(self) -> Iterable[str]:
-        if self.read is not None and not self.labels:
-            yield f"{self.name} {_number(self.value())}"
-            return
-        for key, value in sorted(self._values.items()):
+        for key, value in sorted(self._current().items()):
             yield f"{self.name}{_labels(self.labels, key)} {_number(value)}"
 
 
@@ -158,6 +171,7 @@ class Registry:
 
     def __init__(self) -> None:
         self._metrics: dict[str, Metric] = {}
+        self._collected: list[CollectorRegistry] = []
 
     def _add(self, metric: Metric) -> Metric:
         if metric.name in self._metrics:
@@ -169,9 +183,7 @@ class Registry:
         """Register and return a counter."""
         return self._add(Counter(name, help_text, labels))  # type: ignore[return-value]
 
-    def gauge(
-        self, name: str, help_text: str, labels: Sequence[str] = (), read: Callable[[], float] | None = None
-    ) -> Gauge:
+    def gauge(self, name: str, help_text: str, labels: Sequence[str] = (), read: Reading | None = None) -> Gauge:
         """Register and return a gauge."""
         return self._add(Gauge(name, help_text, labels, read))  # type: ignore[return-value]
 
@@ -186,13 +198,33 @@ class Registry:
         """Every registered metric's name."""
         return list(self._metrics)
 
+    def include(self, collected: CollectorRegistry) -> None:
+        """Render a ``prometheus_client`` registry after these metrics (the process collector's)."""
+        self._collected.append(collected)
+
     def render(self) -> str:
         """Every metric in the text exposition format (``CONTENT_TYPE``)."""
-        return "".join(line + "\n" for metric in self._metrics.values() for line in metric.render())
+        own = "".join(line + "\n" for metric in self._metrics.values() for line in metric.render())
+        return own + "".join(generate_latest(collected).decode() for collected in self._collected)
+
+
+LEVELS = ("crisis", "imminent")
+"""The escalation levels (``models.Level``'s values from crisis up)."""
+FALLBACK_REASONS = ("empty", "low_confidence", "ambiguous")
+"""Why the matcher found no intent (``Match.reason``)."""
+REPLY_KINDS = ("answer", "fallback", "crisis", "check_in", "notice", "command")
+"""``models.ReplyKind``'s values, and ``command`` for an adapter's own lines."""
+HANDLER_PARTS = ("screen", "crisis_model", "answer", "crisis_bookkeeping", "excerpt")
+"""The parts of the engine whose failures are caught so that a reply still goes out."""
 
 
 class Metrics:
-    """The core's metrics: what the engine, escalator, session writer and reloader count."""
+    """The core's metrics: what the engine, escalator, session writer and reloader count.
+
+    Every series with a fixed set of label values is shown at 0 from the start (``Counter.zero``), so an
+    alert on ``increase(...)`` fires for the first event after a start too; the engine adds the intents
+    and crisis categories of the content it serves.
+    """
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.registry = registry = Registry()
@@ -210,7 +242,7 @@ class Metrics:
         )
         self.fallbacks = registry.counter(
             "unhooked_fallbacks_total", "Messages the bot did not understand, by reason.", ("reason",)
-        )
+        ).zero(*((reason,) for reason in FALLBACK_REASONS))
         self.concerns = registry.counter(
             "unhooked_concerns_total",
             "Messages that got a gentle check-in (concern level), by category.",
@@ -225,26 +257,60 @@ class Metrics:
             "unhooked_escalations_stored_total",
             "Where each escalation record went: database, spool (the database did not take it) or nowhere.",
             ("where",),
+        ).zero(("database",), ("spool",), ("nowhere",))
+        self.unacked = registry.gauge(
+            "unhooked_unacked_escalations",
+            "Stored escalations nobody has acknowledged yet, by level (read from the database every 30 s).",
+            ("level",),
+        )
+        self.unacked_oldest = registry.gauge(
+            "unhooked_oldest_unacked_escalation_seconds",
+            "Age of the oldest unacknowledged escalation, by level; 0 when there is none.",
+            ("level",),
         )
         self.alerts = registry.counter(
             "unhooked_alerts_total", "Operator alert attempts, by result (sent, failed).", ("result",)
-        )
+        ).zero(("sent",), ("failed",))
         self.alerts_pending = registry.gauge(
             "unhooked_alerts_pending", "Operator alerts owed: recorded escalations whose alert is not delivered yet."
         )
         self.replies = registry.counter(
             "unhooked_replies_sent_total", "Replies delivered to people, by kind.", ("kind",)
-        )
+        ).zero(*((kind,) for kind in REPLY_KINDS))
+        self.handler_errors = registry.counter(
+            "unhooked_handler_errors_total",
+            "Errors caught while handling a message so that a reply still went out, by part.",
+            ("part",),
+        ).zero(*((part,) for part in HANDLER_PARTS))
         self.store_errors = registry.counter(
             "unhooked_store_errors_total", "Database operations that failed or timed out, by operation.", ("operation",)
-        )
+        ).zero(("session_read",), ("session_write",), ("escalation_record",))
         self.sessions_pending = registry.gauge(
             "unhooked_sessions_pending", "Changed sessions waiting to be written to the database."
         )
         self.reloads = registry.counter(
             "unhooked_content_reloads_total", "Content reloads, by result (applied, refused).", ("result",)
-        )
+        ).zero(("applied",), ("refused",))
+        self.retention_runs = registry.counter(
+            "unhooked_retention_runs_total",
+            "Daily purges of what is past retention run by this process, by result (done, failed).",
+            ("result",),
+        ).zero(("done",), ("failed",))
         self.content_loaded = registry.gauge(
             "unhooked_content_loaded", "1 while content is served, 0 while only crisis replies and notices can be sent."
         )
         self.content_intents = registry.gauge("unhooked_content_intents", "Intents in the content being served.")
+        self.crisis_model_loaded = registry.gauge(
+            "unhooked_crisis_model_loaded",
+            "1 while the learned crisis screen runs beside the lexicon, 0 while it cannot.",
+        )
+        process = CollectorRegistry(auto_describe=True)
+        ProcessCollector(registry=process)  # process_cpu_seconds_total, process_resident_memory_bytes, ...
+        registry.include(process)
+
+    def serving(self, intents: Iterable[str], categories: Iterable[str]) -> None:
+        """Show the intents and crisis categories of the content being served at 0 until first counted."""
+        self.intents.zero(*((intent,) for intent in intents))
+        categories = sorted(set(categories))
+        self.concerns.zero(*((category,) for category in categories))
+        self.escalations.zero(*((level, category) for level in LEVELS for category in categories))

@@ -225,12 +225,43 @@ MISSPELLINGS: dict[str, str] = {
 PARTNER = "them"
 """The single token every pronoun and partner word is folded to."""
 
+PARTNER_WORDS: tuple[str, ...] = (
+    "husband",
+    "hubby",
+    "wife",
+    "boyfriend",
+    "girlfriend",
+    "partner",
+    "spouse",
+    "abuser",
+    "narcissist",
+    "narc",
+)
+"""Words that name a partner even on their own ("husband", "the abuser").
+
+One list for the matcher, which folds them to ``them``, and for the crisis screen, whose floor reads
+them (with ``PARTNER_WORDS_AFTER_MY``) as ``<PARTNER_WORD>`` in "my ..." and "ex ...".
+"""
+PARTNER_WORDS_AFTER_MY: tuple[str, ...] = (
+    "bf",
+    "gf",
+    "fiance",
+    "fiancee",
+    "fiancé",
+    "fiancée",
+    "significant other",
+    "lover",
+    "man",
+    "woman",
+)
+"""Words that name a partner only after "my", "our" or "ex" ("my man", never "a man")."""
+
+_ANY_PARTNER = "|".join((*PARTNER_WORDS, *PARTNER_WORDS_AFTER_MY))
 _PARTNER_PHRASES = (
-    r"(?:my|our)\s+(?:ex[\s-]*)?(?:husband|hubby|wife|boyfriend|girlfriend|bf|gf|partner|spouse"
-    r"|fiance|fiancee|fiancé|fiancée|significant other|lover|abuser|narcissist|narc|man|woman)",
+    rf"(?:my|our)\s+(?:ex[\s-]*)?(?:{_ANY_PARTNER})",
     r"(?:my|the)\s+(?:ex|abuser|narcissist|narc|x)",
-    r"ex[\s-]+(?:husband|wife|boyfriend|girlfriend|bf|gf|partner|spouse|fiance|fiancee)",
-    r"(?:husband|hubby|wife|boyfriend|girlfriend|partner|spouse|abuser|narcissist|narc|ex)",
+    rf"ex[\s-]+(?:{_ANY_PARTNER})",
+    rf"(?:{'|'.join(PARTNER_WORDS)}|ex)",
     r"(?:him|her|them|he|she|they|his|hers|their|theirs|himself|herself|themselves|themself)",
 )
 _PARTNER = re.compile(r"\b(?:" + "|".join(_PARTNER_PHRASES) + r")\b(?:'s)?")

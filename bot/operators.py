@@ -311,7 +311,7 @@ async def follow(
 def purge_report(result: Purged, before: float, days: int) -> str:
     """What a purge did, in one or two sentences."""
     cutoff = f"older than {when(before)} UTC (retention {days} day{'s' if days != 1 else ''})"
-    if not result.escalations and not result.sessions:
+    if not result.escalations and not result.sessions and not result.kept:
         return f"nothing to purge: no escalation details or idle sessions {cutoff}"
     folded = ""
     if result.escalations:
@@ -321,7 +321,13 @@ def purge_report(result: Purged, before: float, days: int) -> str:
             f"daily counts ({span}) and deleted; "
         )
     sessions = f"{result.sessions} idle session{'s' if result.sessions != 1 else ''} deleted"
-    return f"purged records {cutoff}: {folded}{sessions}"
+    kept = ""
+    if result.kept:
+        kept = (
+            f"; kept {result.kept} unacknowledged escalation{'s' if result.kept != 1 else ''} past retention"
+            " (acknowledge them with `escalations ack`, or purge them anyway with --include-unacked)"
+        )
+    return f"purged records {cutoff}: {folded}{sessions}{kept}"
 
 
 def retention_cutoff(now: float, days: int) -> float:
@@ -375,7 +381,7 @@ def write_private(path: Path, text: str) -> None:
         handle.write(text)
 
 
-async def purge_text(store: EscalationLog, days: int, now: float) -> str:
-    """``purge``: fold and delete what is past retention, and say what was done."""
+async def purge_text(store: EscalationLog, days: int, now: float, *, include_unacked: bool = False) -> str:
+    """``purge``: fold and delete what is past retention (unacknowledged escalations only if asked), and say so."""
     before = retention_cutoff(now, days)
-    return purge_report(await store.purge(before), before, days) + "\n"
+    return purge_report(await store.purge(before, keep_unacked=not include_unacked), before, days) + "\n"

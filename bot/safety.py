@@ -1,7 +1,8 @@
 """The crisis screen: runs first on every message, and the replies for each track and level.
 
-The lexicon floor lives in code (``bot/lexicon.py``) so that it works when no content file loads;
-moderators can add rules in ``safety/patterns.yml``, never remove one.
+The floor's rules live in ``bot/floor/floor.yml``, inside the package, so that they apply when no
+content file loads; moderators can add rules in ``safety/patterns.yml``, never remove one. Both are
+compiled by ``bot.rules``.
 """
 
 from __future__ import annotations
@@ -12,16 +13,14 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from bot import lexicon, resources
-from bot.lexicon import CATEGORIES, FLOOR, TRACKS, Rule
+from bot.lexicon import Rule
 from bot.models import Detection, Level, Reply, ReplyKind, Track
 from bot.prefilter import prefilter_of
-from bot.screen import BOUNDARY, screen_text
+from bot.rules import floor
+from bot.screen import Screened, screen
 
 SCREEN_FAILED = Detection(Level.CRISIS, "screen_failed", "screen.error")
 """Used when the screen itself fails: crisis resources are the safe answer."""
-
-MAX_PATTERN_CHARS = 1000
-"""A moderator's pattern longer than this is refused."""
 
 
 def prepare(rules: tuple[Rule, ...]) -> None:
@@ -32,18 +31,26 @@ def prepare(rules: tuple[Rule, ...]) -> None:
     prefilter_of(rules)
 
 
-def fired(text: str, rules: Iterable[Rule] = FLOOR, *, prefilter: bool = True) -> list[Rule]:
-    """Every rule that fires on ``text``, in rule order (``prefilter`` only skips rules that cannot match)."""
-    screened = screen_text(text)
+def _read(text: str | Screened) -> Screened:
+    """The message as the screen reads it; a message already read is not read again."""
+    return text if isinstance(text, Screened) else screen(text)
+
+
+def fired(text: str | Screened, rules: Iterable[Rule] | None = None, *, prefilter: bool = True) -> list[Rule]:
+    """Every rule that fires on ``text``, in rule order (``prefilter`` only skips rules that cannot match).
+
+    ``text`` is a message or what ``bot.screen.screen`` made of it; ``rules`` defaults to the floor's.
+    """
+    screened = _read(text).text
     if not screened:
         return []
-    rules = rules if isinstance(rules, tuple) else tuple(rules)
+    rules = floor() if rules is None else rules if isinstance(rules, tuple) else tuple(rules)
     if not prefilter:
         return [rule for rule in rules if rule.pattern.search(screened)]
     return [rules[at] for at in prefilter_of(rules).candidates(screened) if rules[at].pattern.search(screened)]
 
 
-def detect(text: str, rules: Iterable[Rule] = FLOOR) -> Detection | None:
+def detect(text: str | Screened, rules: Iterable[Rule] | None = None) -> Detection | None:
     """The most serious detection for ``text``, or ``None``.
 
     The highest level wins and, at the same level, the rule listed first. When a rule about
@@ -85,6 +92,8 @@ def resources_for(detection: Detection) -> tuple[str, ...]:
     return (*shown, "outside_us")
 
 
+PREVIEW_LINE = "Thank you for writing. Here is what I can share."
+"""The first line of every reply that leads with 911: a lock-screen preview shows this, not the danger."""
 _SAFE_QUESTION = "Are you safe right now?"
 _SUICIDE_QUESTION = "Are you thinking about suicide right now?"
 _GLAD = "I'm really glad you told me."
@@ -127,9 +136,9 @@ def _sentence(text: str) -> str:
 def crisis_reply(detection: Detection) -> Reply:
     """The reply for a crisis or imminent detection, built from ``resources_for`` in that order.
 
-    Resources come first (911 first when imminent or when the danger comes from someone else),
-    then one validating sentence, the bot's limits said plainly, one direct question, and the
-    line for people outside the US.
+    Resources come first (911 first when imminent or when the danger comes from someone else,
+    after ``PREVIEW_LINE`` so that a lock-screen preview gives nothing away), then one validating
+    sentence, the bot's limits said plainly, one direct question, and the line for people outside the US.
     """
     others = detection.track is Track.OTHERS
     shown = resources_for(detection)
@@ -148,6 +157,8 @@ def crisis_reply(detection: Detection) -> Reply:
     validation, question = _WORDS.get(detection.category, _DEFAULT_WORDS)
     parts += [validation, resources.AUTOMATED, question]
     text = " ".join(parts)
+    if shown[0] == "emergency":
+        text = f"{PREVIEW_LINE}\n{text}"
     if "outside_us" in shown:
         text += f"\n\n{resources.OUTSIDE_US}"
     return Reply(text, kind=ReplyKind.CRISIS)
@@ -173,7 +184,8 @@ def reminder(track: Track) -> Reply:
     """The short line that keeps help in view on every turn while a crisis state lasts."""
     if track is Track.OTHERS:
         lead = (
-            f"{_sentence(resources.EMERGENCY)} You can reach {resources.DV_HOTLINE}, when it is safe for you. "
+            f"{PREVIEW_LINE}\n{_sentence(resources.EMERGENCY)} "
+            f"You can reach {resources.DV_HOTLINE}, when it is safe for you. "
             "For thoughts of suicide, call or text 988."
         )
     else:
@@ -201,29 +213,23 @@ _FILLER = re.compile(r"(?:yes|yeah|yep|no|nope|ok|okay|thanks|thank you|i promis
 _NEGATIONS = frozenset({"not", "never", "nor", "hardly", "barely", "without"})
 
 
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
-
-
-def _clauses(text: str) -> list[tuple[str, bool]] | None:
-    """The message's clauses as the screen sees them, each with whether it was asked as a question.
+def _clauses(text: str | Screened) -> tuple[tuple[str, bool], ...] | None:
+    """The message's clauses as the screen read them, each with whether it was asked as a question.
 
     ``None`` when any word negates ("not", "never"): "I'm not safe" must never count as safe.
     """
-    if _NEGATIONS.intersection(screen_text(text).split()):
+    screened = _read(text)
+    if _NEGATIONS.intersection(screened.text.split()):
         return None
-    found = []
-    for sentence in _SENTENCE.findall(text):
-        question = sentence.rstrip().endswith("?")
-        found += [(clause.strip(), question) for clause in screen_text(sentence).split(BOUNDARY) if clause.strip()]
-    return found
+    return screened.clauses
 
 
-def says_safe(text: str) -> bool:
+def says_safe(text: str | Screened) -> bool:
     """Whether the message says plainly that the person is safe ("I'm safe now"); "I'm not safe" never does."""
     return any(not question and _SAFE_CLAUSE.fullmatch(clause) for clause, question in _clauses(text) or ())
 
 
-def only_says_safe(text: str) -> bool:
+def only_says_safe(text: str | Screened) -> bool:
     """Whether the message says nothing but that the person is safe, so no other answer is owed."""
     return says_safe(text) and all(
         _SAFE_CLAUSE.fullmatch(clause) or _FILLER.fullmatch(clause) for clause, _ in _clauses(text) or ()
@@ -234,57 +240,3 @@ def only_says_safe(text: str) -> bool:
 def describes_violence(text: str) -> bool:
     """Whether a passage describes violence or self-harm; such passages are not quoted in crisis turns."""
     return lexicon.VIOLENCE.search(text) is not None
-
-
-class RuleError(ValueError):
-    """A moderator's rule is wrong; ``field`` names the YAML field to point at."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-
-
-def compile_rule(
-    rule_id: str, category: str, level: str, *, pattern: str | None = None, phrase: str | None = None
-) -> Rule:
-    """A moderator's rule from ``safety/patterns.yml``; raises ``RuleError`` with a sentence on any mistake."""
-    if category not in CATEGORIES:
-        raise RuleError("category", f"unknown category {category!r}; use one of: {', '.join(CATEGORIES)}")
-    try:
-        chosen = Level(level)
-    except ValueError:
-        levels = ", ".join(item.value for item in Level)
-        raise RuleError("level", f"unknown level {level!r}; use one of: {levels}") from None
-    field = "pattern" if pattern is not None else "phrase"
-    if (pattern is None) == (phrase is None):
-        raise RuleError(field, "give exactly one of `phrase:` (plain words) or `pattern:` (a regular expression)")
-    if phrase is not None:
-        screened = screen_text(phrase)
-        if not screened:
-            raise RuleError(field, "the phrase has no words left after normalisation")
-        source = r"\b" + re.escape(screened).replace(r"\ ", " ") + r"\b"
-    else:
-        source = pattern or ""
-        if len(source) > MAX_PATTERN_CHARS:
-            raise RuleError(field, f"the pattern is {len(source)} characters long; keep it under {MAX_PATTERN_CHARS}")
-    try:
-        compiled = re.compile(source)
-    except re.error as error:
-        message = f"the pattern is not a valid regular expression: {error.msg} at position {error.pos}"
-        raise RuleError(field, message) from None
-    if compiled.search("") is not None:
-        raise RuleError(field, "the pattern matches an empty message, so it would fire on every message")
-    return Rule(rule_id, category, chosen, compiled, TRACKS[category])
-
-
-def pattern_warnings(pattern: str) -> list[str]:
-    """Things in a moderator's pattern that can never match the normalised text."""
-    warnings = []
-    if "'" in pattern or "\u2019" in pattern:
-        warnings.append(
-            "the pattern contains an apostrophe, but the screen removes apostrophes and expands contractions "
-            '("don\'t" is matched as "do not", "I\'m" as "i am"); write the expanded words'
-        )
-    if re.search(r"[A-Z]", re.sub(r"\\.", "", pattern)):
-        warnings.append("the pattern contains capital letters, but the screen lowercases everything first")
-    return warnings

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.config import Settings
+from bot.crisis import MODEL, CrisisScreen
 from bot.engine import Engine
 from bot.errors import ConfigError, SchemaError, StoreError
 from bot.escalation import Alerter, Escalator
@@ -18,6 +19,8 @@ from bot.health import CONTENT, STORE, Faults, Health, describe
 from bot.lint import check_content
 from bot.metrics import Metrics
 from bot.reload import ContentAlert, ContentWatcher, first_error, log_problems
+from bot.retention import Retention, RunLock
+from bot.rules import floor
 from bot.spool import Spool
 from bot.store import Store
 from bot.store.backends import open_store
@@ -66,7 +69,7 @@ class Service:
             await self.store.ping()
             engine.faults.clear(STORE, "session reads")  # a read just worked
 
-        return Health(engine.faults, ping=ping, content=content, grace=grace)
+        return Health(engine.faults, ping=ping, content=content, grace={MODEL: 0.0, **(grace or {})})
 
 
 @asynccontextmanager
@@ -76,15 +79,20 @@ async def running_service(
     alerter: Alerter | None = None,
     content_alert: ContentAlert | None = None,
     metrics: Metrics | None = None,
+    lock: RunLock | None = None,
 ) -> AsyncIterator[Service]:
     """An engine over the configured content and store, with that store, closed cleanly on exit.
 
-    Broken content or an unusable database do not stop the bot: it starts with what works,
+    A floor file that does not compile stops the start (``FloorError``). Broken content or an unusable
+    database do not stop the bot: it starts with what works,
     logs what does not, and crisis replies go out either way. Content is served only when
     ``check`` finds no error in it, at start as on every reload; edited content files are
     reloaded every ``settings.reload_seconds`` and ``content_alert`` hears of refused reloads. ``metrics``
     lets an adapter register its own metrics before the engine starts; the engine's are added to it.
+    Once a UTC day the bot purges what is past ``settings.retention_days`` (``bot.retention``); ``lock`` lets
+    one of several processes sharing a database do it (the default suits one process).
     """
+    floor()  # the bot does not start without a floor to screen with: FloorError says so in a sentence
     metrics = metrics or Metrics()
     faults = Faults()
     catalog, problems = check_content(settings.content_dir)
@@ -95,9 +103,13 @@ async def running_service(
     secret = settings.secret_key()
     spool = Spool(settings.spool_path) if settings.spool_path and store is None else None
     store = await _open(store or open_store(settings.database), spool, faults)
-    escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults)
-    engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts)
+    escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults, locks=store.locks)
+    screen = CrisisScreen(settings.crisis_model, faults=faults, metrics=metrics)
+    metrics.crisis_model_loaded.set(1 if screen.model is not None else 0)
+    engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts, screen=screen)
     retry = asyncio.create_task(escalator.retry_forever(), name="escalation-retry")
+    retention = Retention(store, settings.retention_days, lock, metrics=metrics)
+    purging = asyncio.create_task(retention.run_forever(), name="retention")
     watcher = None
     if settings.reload_seconds > 0:
         watcher = ContentWatcher(
@@ -109,9 +121,10 @@ async def running_service(
     finally:
         if watcher is not None:
             await watcher.aclose()
-        retry.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await retry
+        for task in (retry, purging):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await engine.aclose()
         await store.close()
 

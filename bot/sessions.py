@@ -58,6 +58,8 @@ class Sessions:
         """Sessions of the batch being written: no longer dirty, not yet in the store, still the latest."""
         self._recent: OrderedDict[str, tuple[Session, float]] = OrderedDict()
         """Sessions written lately, as they are in the store, with when they were written."""
+        self.recent_seconds = RECENT_SECONDS
+        """How long a written session is served from memory; 0 where replicas share the store (each may write)."""
         self._flushing = asyncio.Lock()
         self._counts: Counter[tuple[str, str]] = Counter()
         self._wake = asyncio.Event()
@@ -92,7 +94,7 @@ class Sessions:
         if entry is None:
             return None
         session, written = entry
-        if self._clock() - written > RECENT_SECONDS:
+        if self._clock() - written > self.recent_seconds:
             del self._recent[user_key]
             return None
         self._recent.move_to_end(user_key)

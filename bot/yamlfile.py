@@ -1,7 +1,9 @@
-"""Content files as YAML: parsed safely, with the line of every mapping, key and item, and limits on size and depth."""
+"""Content files as YAML: parsed safely, with the line of every mapping, key and item, and the checks loaders share."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +132,15 @@ def read_yaml(path: Path) -> tuple[Any, list[Problem]]:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark else 1
         reason = error.problem or error.context or "the YAML is malformed"
-        if error.context and error.context_mark and error.problem:
+        if error.context and error.context_mark and error.context.startswith("while scanning"):
+            # An unclosed quote or a broken token: YAML notices only where the file (or the next quote) ends,
+            # so the problem is reported where the token starts.
+            where = line
+            line = error.context_mark.line + 1
+            opened = "the quote opened on this line is never closed" if "quoted" in error.context else ""
+            what = opened or f"{error.context.removeprefix('while scanning ')} starting on this line is broken"
+            reason = f"{what} (YAML noticed on line {where}: {reason})"
+        elif error.context and error.context_mark and error.problem:
             reason += f" ({error.context} that starts on line {error.context_mark.line + 1})"
         hint = (
             "" if "alias" in reason or "twice" in reason else "; check the indentation, colons and quotes on this line"
@@ -140,3 +150,71 @@ def read_yaml(path: Path) -> tuple[Any, list[Problem]]:
         return None, [Problem(path, 1, "error", f"this is not valid YAML: {error}")]
     except (RecursionError, MemoryError) as error:  # pragma: no cover - the limits above should make these unreachable
         return None, [Problem(path, 1, "error", f"this file is too complex to read ({type(error).__name__})")]
+
+
+@dataclass
+class FieldReader:
+    """Collects problems while turning raw YAML data into typed values; each loader adds its own readers."""
+
+    problems: list[Problem] = field(default_factory=list)
+
+    def error(self, path: Path, line: int, message: str) -> None:
+        self.problems.append(Problem(path, line, "error", message))
+
+    def fields(self, data: YamlMap, path: Path, allowed: tuple[str, ...], what: str) -> None:
+        for key in data:
+            if key not in allowed:
+                self.error(
+                    path,
+                    data.lines[key],
+                    f"unknown field {key!r} in {what}; the fields allowed are: {', '.join(allowed)}",
+                )
+
+    def text(self, data: YamlMap, key: str, path: Path, *, required: bool) -> str | None:
+        value = data.get(key)
+        if value is None:
+            if key in data:
+                self.error(path, data.lines[key], f"{key!r} is empty; write its value after the colon")
+            elif required:
+                self.error(path, data.line, f"{key!r} is missing; add `{key}: ...` to this entry")
+            return None
+        if not isinstance(value, str) or not value.strip():
+            self.error(path, data.lines[key], f"{key!r} must be non-empty text")
+            return None
+        return value.strip()
+
+    def text_list(self, data: YamlMap, key: str, path: Path, *, required: bool) -> list[tuple[str, int]]:
+        value = data.get(key)
+        if value is None:
+            if key in data:
+                self.error(
+                    path, data.lines[key], f"{key!r} is empty; add entries under it, one per line starting with '- '"
+                )
+            elif required:
+                self.error(path, data.line, f"{key!r} is missing; add a list of entries under `{key}:`")
+            return []
+        if not isinstance(value, YamlList):
+            self.error(path, data.lines[key], f"{key!r} must be a list, one entry per line starting with '- '")
+            return []
+        items = []
+        for item, line in zip(value, value.lines, strict=True):
+            if not isinstance(item, str) or not item.strip():
+                self.error(
+                    path,
+                    line,
+                    f"each entry of {key!r} must be non-empty text; quote it if it starts with a special character",
+                )
+            else:
+                items.append((item.strip(), line))
+        if required and not items and isinstance(value, YamlList) and not value:
+            self.error(path, data.lines[key], f"{key!r} is empty; add at least one entry")
+        return items
+
+    def identifier(self, data: YamlMap, path: Path, pattern: re.Pattern[str], what: str) -> str | None:
+        value = self.text(data, "id", path, required=True)
+        if value is not None and not pattern.match(value):
+            self.error(
+                path, data.lines["id"], f"the id {value!r} must use lowercase letters, digits and underscores{what}"
+            )
+            return None
+        return value

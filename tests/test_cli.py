@@ -220,9 +220,8 @@ def test_match_json_reports_every_level_of_the_screen(tmp_path: Path) -> None:
         {"level": "imminent", "category": "partner_danger", "rule": "partner.strangled"},
         None,
     ]
-    assert "988" in rows[0]["replies"][0] and rows[2]["replies"][0].startswith(
-        "If you are in immediate danger, call 911"
-    )
+    assert "988" in rows[0]["replies"][0]
+    assert rows[2]["replies"][0].splitlines()[1].startswith("If you are in immediate danger, call 911")
 
 
 def test_chat_gives_the_danger_track_reply_and_keeps_help_in_view(tmp_path: Path) -> None:
@@ -238,3 +237,10 @@ def test_chat_gives_the_danger_track_reply_and_keeps_help_in_view(tmp_path: Path
 
 def test_top_level_help_has_an_example() -> None:
     assert "python -m bot chat" in _parser().format_help()
+
+
+def test_match_stores_nothing_not_even_a_secret_key(tmp_path: Path) -> None:
+    result = run("match", "why do I miss him", "I want to die", tmp=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "intent:    miss_them" in result.stdout
+    assert not (tmp_path / "data").exists()

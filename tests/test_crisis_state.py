@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from bot import screen
 from bot.content import Catalog, load_catalog
 from bot.engine import CRISIS_QUIET, HELD_BACK, NOT_UNDERSTOOD, Engine
 from bot.models import Level, ReplyKind, Track
@@ -169,3 +172,27 @@ async def test_when_only_violent_passages_are_left_the_bot_says_so(
     replies = await chat.say("tell me a story")
     assert replies[1].text == HELD_BACK
     await engine.aclose()
+
+
+@pytest.mark.parametrize(
+    "text", ["i want to kíll myself", "i want to kiII myself", "i want to kıll myself", "i want to kill\u3164myself"]
+)
+async def test_look_alike_letters_get_the_crisis_reply(chat: Chat, text: str) -> None:
+    [reply] = await chat.say(text)
+    assert reply.kind is ReplyKind.CRISIS and "988" in reply.text
+    assert chat.last.escalation is not None and chat.last.escalation.rule == "suicidal.kill_myself"
+
+
+async def test_each_message_is_read_by_the_screen_once(chat: Chat, monkeypatch: pytest.MonkeyPatch) -> None:
+    await chat.say("kms")
+    reads: list[str] = []
+    real = screen._pieces
+
+    def counted(text: str) -> list:
+        reads.append(text)
+        return real(text)
+
+    monkeypatch.setattr(screen, "_pieces", counted)
+    replies = await chat.say("I'm safe now. Why do I miss him?")
+    assert replies[0] == SAFE_ACK and len(replies) == 2
+    assert reads == ["I'm safe now. Why do I miss him?"]

@@ -206,7 +206,7 @@ async def test_the_screens_prefilter_is_built_with_the_content_not_on_the_first_
     built = []
     monkeypatch.setattr(prefilter, "_built", lambda rules: built.append(rules) or prefilter.Prefilter.of(rules))
     engine = Engine(MemoryStore(), SECRET, catalog)
-    assert built == [engine.rules]
+    assert built == [engine.screen.rules]
     await Chat(engine).say("i want to kill myself")
-    assert built == [engine.rules]  # the first message found it ready
+    assert built == [engine.screen.rules]  # the first message found it ready
     await engine.aclose()

@@ -120,10 +120,10 @@ def test_the_sweep_trades_fallbacks_for_false_matches(mini_content: Mini) -> Non
     assert rows[(85.0, current.margin)].fallback_rate > rows[(60.0, current.margin)].fallback_rate
 
 
-def run_suite(root: Path) -> subprocess.CompletedProcess[str]:
-    """The real conversation tests, in their own pytest run over the content under ``root``."""
+def run_on(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` from the checkout, over the content under ``root``."""
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/test_conversations.py", "-q", "-p", "no:cacheprovider"],
+        [sys.executable, *args],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -131,6 +131,11 @@ def run_suite(root: Path) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
+
+
+def run_suite(root: Path) -> subprocess.CompletedProcess[str]:
+    """The real conversation tests, in their own pytest run over the content under ``root``."""
+    return run_on(root, "-m", "pytest", "tests/test_conversations.py", "-q", "-p", "no:cacheprovider")
 
 
 def test_the_suite_passes_on_content_that_passes(mini_content: Mini) -> None:
@@ -163,3 +168,16 @@ def test_the_suite_fails_when_a_known_failure_passes_or_a_sentence_is_crisis_lan
     assert "overall accuracy is 66.7%, below 92%" in out
     assert "hello is at 50.0% (2/4), below 75%" in out
     assert "intent  sentences  passed  accuracy  precision  fallbacks" in out  # the per-intent table
+
+
+def run_eval(root: Path) -> subprocess.CompletedProcess[str]:
+    return run_on(root, "-m", "bot", "eval")
+
+
+def test_eval_exits_non_zero_when_the_gate_fails(mini_content: Mini) -> None:
+    passing = run_eval(mini_content())
+    assert passing.returncode == 0, passing.stderr
+    failing = run_eval(mini_content(with_hello_tests("what is the weather like in paris")))
+    assert failing.returncode == 1, failing.stdout
+    assert "FAILS" in failing.stdout
+    assert "the accuracy gate fails: overall accuracy is 80.0%, below 92%" in failing.stderr

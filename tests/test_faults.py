@@ -32,7 +32,7 @@ from bot.store.sqlite import SqliteStore
 from tests.conftest import REPO
 from tests.fake_bot_api import FakeBotApi
 from tests.telegram_harness import Running, free_port, settings_for, telegram_bot
-from tests.test_metrics import parse
+from tests.test_metrics import counted
 
 ALICE, BOB, CAROL, DAVE = 1001, 1002, 1003, 1004
 CONTENT_FOLDERS = ("intents", "responses", "source", "policy", "safety")
@@ -60,7 +60,7 @@ async def metrics(tg: Running) -> dict[str, dict[str, float]]:
         aiohttp.ClientSession() as session,
         session.get(f"http://127.0.0.1:{tg.server.port}/metrics") as response,
     ):
-        return parse(await response.text())
+        return counted(await response.text())
 
 
 async def health_becomes(tg: Running, status: int, timeout: float = 15.0) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import aiohttp
 import pytest
 
 from bot.adapters.telegram import health as telegram_health
+from bot.crisis import MODEL
 from bot.engine import Engine
 from bot.errors import ConfigError, StoreError
 from bot.health import CONTENT, STORE, Faults, Health
@@ -19,7 +20,7 @@ from bot.store.memory import MemoryStore
 from tests.conftest import SECRET, Clock
 from tests.fake_bot_api import FakeBotApi
 from tests.telegram_harness import Running, free_port, telegram_bot
-from tests.test_metrics import parse
+from tests.test_metrics import counted, parse
 
 ALICE = 1001
 
@@ -84,11 +85,18 @@ async def test_polling_with_a_port_serves_health_and_metrics(api: FakeBotApi, tm
         await tg.settle()
         status, body = await health(tg)
         assert status == 200 and body["status"] == "ok"
-        assert set(body["checks"]) == {"process", STORE, CONTENT, telegram_health.TELEGRAM, telegram_health.ACCESS}
+        assert set(body["checks"]) == {
+            "process",
+            STORE,
+            CONTENT,
+            MODEL,
+            telegram_health.TELEGRAM,
+            telegram_health.ACCESS,
+        }
         assert body["checks"][CONTENT]["intents"] == len(tg.bot.engine.catalog.intents)
         status, kind, text = await get(tg, "/metrics")
         assert status == 200 and kind.startswith("text/plain; version=0.0.4")
-        samples = parse(text)
+        samples = counted(text)
         assert samples["unhooked_messages_total"] == {'{channel="telegram"}': 2.0}
         assert samples["unhooked_intent_matches_total"] == {'{intent="miss_them"}': 1.0}
         assert samples["unhooked_escalations_total"] == {'{level="crisis",category="suicidal"}': 1.0}
@@ -96,7 +104,7 @@ async def test_polling_with_a_port_serves_health_and_metrics(api: FakeBotApi, tm
         assert samples["unhooked_telegram_updates_total"] == {"": 2.0}
         assert samples["unhooked_telegram_update_seconds"]["_count"] == 2.0
         assert samples["unhooked_alerts_total"] == {'{result="sent"}': 1.0}
-        assert samples["unhooked_alerts_pending"] == {"": 0.0}
+        assert parse(text)["unhooked_alerts_pending"] == {"": 0.0}
         for leak in (str(ALICE), "miss him", "want to die", api.token):
             assert leak not in text and leak not in json.dumps(body)
         assert (await get(tg, "/healthz", "POST"))[0] == 405
@@ -114,7 +122,7 @@ async def test_webhook_mode_serves_health_beside_the_webhook(api: FakeBotApi, tm
         assert api.webhook["url"] == f"http://127.0.0.1:{tg.server.port}/telegram"
         status, body = await health(tg)
         assert status == 200 and body["status"] == "ok"
-        assert parse((await get(tg, "/metrics"))[2])["unhooked_messages_total"] == {'{channel="telegram"}': 1.0}
+        assert counted((await get(tg, "/metrics"))[2])["unhooked_messages_total"] == {'{channel="telegram"}': 1.0}
 
 
 async def test_telegram_failing_longer_than_the_grace_fails_health_and_recovers(
@@ -131,7 +139,7 @@ async def test_telegram_failing_longer_than_the_grace_fails_health_and_recovers(
         assert body["checks"]["telegram"]["problems"][0].endswith("sendMessage: server_error")
         await tg.settle()
         assert (await health(tg))[0] == 200
-        samples = parse((await get(tg, "/metrics"))[2])
+        samples = counted((await get(tg, "/metrics"))[2])
         assert samples["unhooked_telegram_errors_total"] == {'{method="sendMessage",kind="server_error"}': 3.0}
         assert samples["unhooked_telegram_retries_total"] == {'{method="sendMessage"}': 3.0}
 

@@ -9,16 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import REPO
 
 PACKAGE = REPO / "bot"
 MAX_LINES = 500
-TOO_LONG_FOR_NOW = {
-    # Being split by other engineers right now; each must leave this list when its split lands.
-    "bot/lexicon.py",
-}
 
 
 def module_names(package: Path) -> dict[str, Path]:
@@ -113,15 +107,8 @@ def test_a_cycle_behind_type_checking_or_a_relative_import_is_found(tmp_path: Pa
     assert cycles(import_graph(package)) == [["pkg.c", "pkg.d"], ["pkg.sub.a", "pkg.sub.b"]]
 
 
-def test_no_module_is_over_500_lines_but_the_two_being_split() -> None:
-    assert long_modules(PACKAGE) == {
-        path: lines for path, lines in long_modules(PACKAGE).items() if path in TOO_LONG_FOR_NOW
-    }
-
-
-@pytest.mark.parametrize("path", sorted(TOO_LONG_FOR_NOW))
-def test_a_module_allowed_to_be_long_leaves_the_list_once_it_is_not(path: str) -> None:
-    assert path in long_modules(PACKAGE), f"{path} is gone or short now: take it out of TOO_LONG_FOR_NOW"
+def test_no_module_is_over_500_lines() -> None:
+    assert long_modules(PACKAGE) == {}
 
 
 def test_a_long_module_is_found(tmp_path: Path) -> None:

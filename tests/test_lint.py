@@ -219,8 +219,8 @@ def test_without_a_tests_folder_there_is_one_note(mini_content: Mini, tmp_path: 
     root = mini_content()
     problems = found(root, tmp_path / "no-such-folder")
     assert problems == [
-        f"{tmp_path}/no-such-folder:1: note: there is no test sentences folder here (an installed package ships"
-        " none), so intents were not checked for test sentences; run `check` in a checkout for that"
+        f"{tmp_path}/no-such-folder:1: note: there is no test sentences folder here, so intents were not checked"
+        " for test sentences; pass --tests DIR with the folder that has them"
     ]
 
 

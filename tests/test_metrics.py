@@ -41,6 +41,11 @@ def parse(text: str) -> dict[str, dict[str, float]]:
     return families
 
 
+def counted(text: str) -> dict[str, dict[str, float]]:
+    """The samples of a text exposition that are not 0: what was counted, without the series shown at 0."""
+    return {family: {key: value for key, value in found.items() if value} for family, found in parse(text).items()}
+
+
 def test_counters_gauges_and_histograms_render_as_prometheus_text() -> None:
     registry = Registry()
     hits = registry.counter("demo_hits_total", "Hits.", ("kind",))
@@ -137,3 +142,65 @@ def test_every_metric_is_named_in_the_readme() -> None:
     readme = (REPO / "README.md").read_text()
     names = metrics.registry.names()
     assert len(names) > 20 and [name for name in names if f"| `{name}` |" not in readme] == []
+
+
+def test_every_known_series_is_shown_at_zero_before_its_first_event(catalog: Catalog) -> None:
+    engine = Engine(MemoryStore(), SECRET, catalog)
+    samples = parse(engine.metrics.registry.render())
+    assert samples["unhooked_escalations_stored_total"] == {
+        '{where="database"}': 0.0,
+        '{where="nowhere"}': 0.0,
+        '{where="spool"}': 0.0,
+    }
+    assert samples["unhooked_alerts_total"] == {'{result="failed"}': 0.0, '{result="sent"}': 0.0}
+    assert samples["unhooked_content_reloads_total"] == {'{result="applied"}': 0.0, '{result="refused"}': 0.0}
+    assert samples["unhooked_fallbacks_total"]['{reason="ambiguous"}'] == 0.0
+    assert samples["unhooked_replies_sent_total"]['{kind="crisis"}'] == 0.0
+    assert samples["unhooked_handler_errors_total"]['{part="screen"}'] == 0.0
+    assert samples["unhooked_intent_matches_total"].keys() == {f'{{intent="{i}"}}' for i in catalog.intents}
+    assert samples["unhooked_escalations_total"]['{level="imminent",category="suicidal"}'] == 0.0
+    assert samples["unhooked_escalations_total"]['{level="crisis",category="screen_failed"}'] == 0.0
+    assert samples["unhooked_concerns_total"]['{category="hopelessness"}'] == 0.0
+
+
+def test_the_process_collector_adds_cpu_memory_and_file_descriptors() -> None:
+    samples = parse(Metrics().registry.render())
+    assert samples["process_cpu_seconds_total"][""] > 0
+    assert samples["process_resident_memory_bytes"][""] > 1_000_000
+    assert samples["process_open_fds"][""] >= 3
+
+
+async def test_unacknowledged_escalations_are_shown_by_level_and_age(clock: Callable[[], float]) -> None:
+    from bot.escalation import Escalator
+    from bot.models import Escalation, Level
+
+    store = MemoryStore()
+    escalator = Escalator(store, clock=clock)
+    now = clock()
+    old = Escalation("e1", now - 600, "k", Level.IMMINENT, "method", "r", "test", ())
+    new = Escalation("e2", now - 60, "k", Level.IMMINENT, "method", "r", "test", ())
+    done = Escalation("e3", now - 900, "k", Level.CRISIS, "suicidal", "r", "test", ())
+    await store.record_escalations([old, new, done])
+    await store.acknowledge("e3", "sam", now)
+    assert [e.id for e in await escalator.refresh_unacked()] == ["e1", "e2"]
+    samples = parse(escalator.metrics.registry.render())
+    assert samples["unhooked_unacked_escalations"] == {'{level="crisis"}': 0.0, '{level="imminent"}': 2.0}
+    assert samples["unhooked_oldest_unacked_escalation_seconds"] == {
+        '{level="crisis"}': 0.0,
+        '{level="imminent"}': 600.0,
+    }
+
+
+async def test_a_caught_handler_error_is_counted_by_part(
+    engine: Engine, chat: Chat, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot import safety
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("a bug in the screen")
+
+    monkeypatch.setattr(safety, "detect", broken)
+    replies = await chat.say("hello")
+    assert replies[0].kind.value == "crisis"
+    assert engine.metrics.handler_errors.value("screen") == 1
+    assert engine.metrics.handler_errors.value("answer") == 0

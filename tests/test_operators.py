@@ -276,7 +276,18 @@ def test_tail_json_prints_one_object_per_line(log: Path) -> None:
     assert [json.loads(line)["id"][:6] for line in shown.splitlines()] == ["aaaaaa", "bbbbbb", "cccccc"]
 
 
+def test_purge_keeps_an_unacknowledged_escalation_and_says_so(log: Path) -> None:
+    kept = run("purge", db=log, env={"UNHOOKED_RETENTION_DAYS": "2"})
+    assert kept.returncode == 0, kept.stderr
+    assert "kept 1 unacknowledged escalation past retention" in kept.stdout
+    assert len(run("escalations", "list", "--json", db=log).stdout.splitlines()) == 3
+    forced = run("purge", "--include-unacked", db=log, env={"UNHOOKED_RETENTION_DAYS": "2"})
+    assert "1 escalation folded into anonymous daily counts" in forced.stdout and "kept" not in forced.stdout
+    assert len(run("escalations", "list", "--json", db=log).stdout.splitlines()) == 2
+
+
 def test_purge_folds_old_details_into_counts_and_is_safe_to_repeat(log: Path) -> None:
+    assert run("escalations", "ack", "aaaaaa", "--by", "sam", db=log).returncode == 0
     result = run("purge", db=log, env={"UNHOOKED_RETENTION_DAYS": "2"})
     assert result.returncode == 0, result.stderr
     assert "(retention 2 days): 1 escalation folded into anonymous daily counts" in result.stdout
@@ -310,7 +321,7 @@ def test_read_commands_never_migrate_and_migrate_does_it_once(tmp_path: Path) ->
     fresh = tmp_path / "fresh.sqlite3"
     first = run("migrate", db=fresh)
     assert first.returncode == 0, first.stderr
-    assert first.stdout.startswith(f"applied 8 migrations to {fresh}: 0001_sessions, ")
+    assert first.stdout.startswith(f"applied 9 migrations to {fresh}: 0001_sessions, ")
     again = run("migrate", db=fresh)
     assert again.stdout == f"{fresh} is up to date; nothing to migrate\n"
     assert run("escalations", "list", db=fresh).stdout == "no escalations\n"

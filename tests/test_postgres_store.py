@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -25,6 +26,7 @@ def test_the_postgresql_migrations_are_files_per_part() -> None:
         ("0010_updates", "telegram"),
         ("0011_message_ids", "telegram"),
         ("0012_told_groups", "telegram"),
+        ("0013_update_lanes", "telegram"),
     ]
 
 
@@ -44,10 +46,10 @@ async def test_a_database_from_a_newer_version_is_refused_and_one_behind_is_not_
     early = tuple(m for m in MIGRATIONS if m.part == "core")
     async with PostgresStore(pg_url, migrations=early):
         pass
-    with pytest.raises(SchemaError, match="lacks migrations 0010_updates, 0011_message_ids, 0012_told_groups"):
+    with pytest.raises(SchemaError, match="lacks migrations 0010_updates, 0011_message_ids, 0012_told_groups, 0013"):
         await PostgresStore(pg_url, migrate=False).open()
     async with PostgresStore(pg_url) as store:
-        assert store.migrated == ("0010_updates", "0011_message_ids", "0012_told_groups")
+        assert store.migrated == ("0010_updates", "0011_message_ids", "0012_told_groups", "0013_update_lanes")
     connection = await asyncpg.connect(pg_url)
     await connection.execute("INSERT INTO _migrations VALUES ('0099_newer', 'later')")
     await connection.close()
@@ -77,6 +79,39 @@ async def test_the_store_is_shared_by_replicas(pg_url: str) -> None:
         assert await two.record_updates([(2, "{}"), (3, "{}")], 1.0) == [3]  # an update is taken once
 
 
+async def test_a_lock_keeps_other_replicas_out_until_released_or_its_replica_is_gone(pg_url: str) -> None:
+    async with PostgresStore(pg_url) as one, PostgresStore(pg_url) as two:
+        assert (one.locks.shared, await one.locks.acquire("job")) == (True, True)
+        assert await two.locks.acquire("job") is False
+        assert await two.locks.acquire("job", shared=True) is False
+        await one.locks.release("job")
+        assert await two.locks.acquire("job") is True
+        admin = await asyncpg.connect(pg_url)
+        try:  # the replica's connection dies (a killed process, a lost machine): its locks go with it
+            await admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()"
+            )
+        finally:
+            await admin.close()
+        assert await one.locks.acquire("job") is True
+        with contextlib.suppress(StoreError):  # it may notice now, or may have noticed already
+            await two.locks.release("job")
+        assert await two.locks.acquire("job") is False  # connected again, and knows its old locks are gone
+        await one.locks.close()
+        assert await two.locks.acquire("job") is True
+
+
+async def test_shared_holders_keep_out_an_exclusive_one(pg_url: str) -> None:
+    async with PostgresStore(pg_url) as one, PostgresStore(pg_url) as two, PostgresStore(pg_url) as three:
+        assert await one.locks.acquire("bot", shared=True) is True
+        assert await two.locks.acquire("bot", shared=True) is True
+        assert await three.locks.acquire("bot") is False
+        await one.locks.release("bot")
+        await two.locks.release("bot")
+        assert await three.locks.acquire("bot") is True
+        assert await one.locks.acquire("bot", shared=True) is False
+
+
 def _cli(*args: str, url: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "UNHOOKED_DB": url, "UNHOOKED_SECRET": "s" * 32}
     return subprocess.run(
@@ -89,7 +124,7 @@ def test_the_operators_commands_work_on_postgresql_and_only_migrate_does_migrate
     assert refused.returncode == 1 and "is not an Unhooked database" in refused.stderr
     done = _cli("migrate", url=pg_url)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("applied 6 migrations to postgresql://postgres@127.0.0.1:5432/test: 0001_sessions")
+    assert done.stdout.startswith("applied 7 migrations to postgresql://postgres@127.0.0.1:5432/test: 0001_sessions")
     chat = _cli("chat", url=pg_url)
     assert chat.returncode == 0, chat.stderr
     listed = _cli("escalations", "list", url=pg_url)

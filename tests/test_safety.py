@@ -11,12 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.synthetic import message_mix
-from bot import lexicon, prefilter, resources, safety
+from bot import lexicon, prefilter, resources, rules, safety
 from bot.content import Catalog
-from bot.lexicon import FLOOR
 from bot.models import Detection, Level, ReplyKind, Track
+from bot.rules import floor
 from tests.conftest import REPO
 from tests.test_safety_corpus import AMBIGUOUS, MUST_CATCH, MUST_NOT
+from tests.test_screen import LOOK_ALIKES
+
+FLOOR = floor()
 
 NUMBERS = {
     "emergency": "911",
@@ -126,7 +129,7 @@ def test_a_message_in_english_gets_no_spanish_line() -> None:
 
 def test_imminent_leads_with_911() -> None:
     text = safety.crisis_reply(safety.detect("i just took 40 tylenol")).text
-    assert text.startswith("If you are in immediate danger, call 911.")
+    assert text.startswith(f"{safety.PREVIEW_LINE}\nIf you are in immediate danger, call 911.")
     assert text.index("911") < text.index("988")
 
 
@@ -240,13 +243,13 @@ class TestFloor:
 
 class TestModeratorRules:
     def test_a_phrase_is_matched_as_whole_words_after_normalisation(self) -> None:
-        rule = safety.compile_rule("local.keys", "partner_danger", "concern", phrase="He’s still got my KEYS")
+        rule = rules.compile_rule("local.keys", "partner_danger", "concern", phrase="He’s still got my KEYS")
         assert rule.track is Track.OTHERS
         assert safety.fired("omg he's still got my keys", (rule,)) == [rule]
         assert safety.fired("he's still got my keyster", (rule,)) == []
 
     def test_a_rule_can_only_add(self) -> None:
-        low = safety.compile_rule("local.die", "suicidal", "concern", phrase="i want to die")
+        low = rules.compile_rule("local.die", "suicidal", "concern", phrase="i want to die")
         assert safety.detect("I want to die", (*FLOOR, low)).level is Level.CRISIS
 
     @pytest.mark.parametrize(
@@ -263,11 +266,11 @@ class TestModeratorRules:
     )
     def test_mistakes_are_refused_with_a_sentence(self, kwargs: dict, message: str) -> None:
         with pytest.raises(ValueError, match=re.escape(message)):
-            safety.compile_rule("local.x", **kwargs)
+            rules.compile_rule("local.x", **kwargs)
 
     def test_patterns_that_could_never_match_are_warned_about(self) -> None:
-        assert len(safety.pattern_warnings(r"\bI don't\b")) == 2
-        assert safety.pattern_warnings(r"\bi do not\S*\b") == []
+        assert len(rules.pattern_warnings(r"\bI don't\b")) == 2
+        assert rules.pattern_warnings(r"\bi do not\S*\b") == []
 
 
 PIECES = (
@@ -298,7 +301,7 @@ class TestPrefilter:
 
     def test_a_pattern_needing_a_very_long_phrase_still_works(self, caplog) -> None:
         phrase = "i cannot go on like this " * 39  # longer than a moderator's longest pattern
-        rule = safety.compile_rule("local.long", "suicidal", "crisis", phrase=phrase.strip())
+        rule = rules.compile_rule("local.long", "suicidal", "crisis", phrase=phrase.strip())
         assert safety.fired(phrase, (rule,)) == [rule]
         assert safety.fired(phrase[:500], (rule,)) == []
         assert "prefilter" not in caplog.text  # built, not given up on
@@ -384,3 +387,24 @@ class TestPrefilter:
         text = " ".join(pieces)
         for joined in (text, text.replace(" ", ""), text.replace(" | ", " ")):
             assert safety.fired(joined) == safety.fired(joined, prefilter=False), joined
+
+
+@pytest.mark.parametrize(
+    "text", ["he said he'll kill me if i leave", "i just took 40 tylenol", "he's outside banging on the door right now"]
+)
+def test_a_reply_that_leads_with_911_shows_nothing_telling_on_a_lock_screen_preview(text: str) -> None:
+    found = safety.detect(text)
+    leading_with_911 = [safety.crisis_reply(found), safety.reminder(Track.OTHERS)]
+    for reply in leading_with_911:
+        first, rest = reply.text.split("\n", 1)
+        assert first == safety.PREVIEW_LINE
+        assert not any(number in first for number in resources.HOTLINE_NUMBERS)
+        assert not re.search(r"danger|suicid|violen|abuse|hotline|crisis|911|988", first, re.IGNORECASE)
+        assert "911" in rest  # the help is still in the same message, right after the neutral line
+
+
+@pytest.mark.parametrize(("text", "plain"), LOOK_ALIKES)
+def test_look_alike_letters_are_detected_as_the_plain_words(text: str, plain: str) -> None:
+    found = safety.detect(text)
+    assert found is not None and found.level.rank >= Level.CRISIS.rank
+    assert found == safety.detect(plain)

@@ -13,10 +13,13 @@ import pytest
 import yaml
 
 from bot.content import Catalog
-from bot.lexicon import CATEGORIES, FLOOR
+from bot.lexicon import CATEGORIES
 from bot.models import Level
+from bot.rules import floor
 from bot.safety import detect
 from bot.screen import screen_text
+
+FLOOR = floor()
 
 CORPUS = Path(__file__).parent / "safety"
 MUST_CATCH: dict[str, list[dict[str, Any]]] = yaml.safe_load((CORPUS / "must_catch.yaml").read_text("utf-8"))

@@ -13,7 +13,7 @@ from tests.conftest import REPO
 
 SCHEMAS = REPO / "schemas"
 HEADER = "# yaml-language-server: $schema="
-FOLDERS = ("intents", "responses", "source", "policy", "tests/conversations")
+FOLDERS = ("intents", "responses", "source", "policy", "safety", "tests/conversations")
 ADD_HEADERS = (
     "grep -L 'yaml-language-server' intents/*.yml | xargs -r sed -i '1i # yaml-language-server:"
     " $schema=../schemas/intent.schema.json' && grep -L 'yaml-language-server' responses/*.yml | xargs -r sed -i"
@@ -32,7 +32,11 @@ def schema_for(path: Path) -> str:
     if relative.startswith("tests/conversations/"):
         special = {"_known_failures.yaml": "known_failures", "_out_of_scope.yaml": "out_of_scope"}
         return f"{special.get(path.name, 'conversation')}.schema.json"
-    named = {"source/article.yml": "article.schema.json", "policy/banned_advice.yml": "banned_advice.schema.json"}
+    named = {
+        "source/article.yml": "article.schema.json",
+        "policy/banned_advice.yml": "banned_advice.schema.json",
+        "safety/patterns.yml": "safety_patterns.schema.json",
+    }
     if relative not in named:
         raise AssertionError(f"{relative} has no schema; add one to schemas/ and to this test")
     return named[relative]
@@ -79,6 +83,15 @@ def test_every_shipped_file_names_its_schema_on_the_first_line() -> None:
         ("banned_advice.schema.json", {"rules": [{"reason": "r", "phrases": []}]}),
         ("conversation.schema.json", {"intent": "hello", "tests": [{"text": "hi", "reply": "x"}]}),
         ("known_failures.schema.json", {"failures": [{"intent": "hello", "text": "hi"}]}),
+        ("safety_patterns.schema.json", {"patterns": [{"id": "local.x", "category": "suicidal", "level": "crisis"}]}),
+        (
+            "safety_patterns.schema.json",
+            {"patterns": [{"id": "local.x", "category": "sadness", "level": "crisis", "phrase": "x"}]},
+        ),
+        (
+            "safety_patterns.schema.json",
+            {"patterns": [{"id": "local.x", "category": "suicidal", "level": "crisis", "phrase": "x", "pattern": "x"}]},
+        ),
     ],
     ids=[
         "intent-unknown-field",
@@ -91,6 +104,9 @@ def test_every_shipped_file_names_its_schema_on_the_first_line() -> None:
         "banned-rule-without-phrases",
         "sentence-unknown-field",
         "known-failure-without-went-to",
+        "safety-pattern-without-pattern",
+        "safety-pattern-unknown-category",
+        "safety-pattern-phrase-and-pattern",
     ],
 )
 def test_the_schemas_refuse_what_the_loader_refuses(schema: str, data: object) -> None:

@@ -206,10 +206,11 @@ async def test_sqlite_takes_concurrent_writes_from_many_tasks(tmp_path: Path) ->
 
 async def test_sqlite_keeps_no_update_text_once_answered(tmp_path: Path) -> None:
     async with SqliteStore(tmp_path / "db.sqlite3") as store:
-        await store.record_updates([(1, '{"text": "my words"}'), (2, '{"text": "other words"}')], 1.0)
+        await store.record_updates([(1, '{"text": "my words"}'), (2, '{"text": "other words"}')], 1.0, {1: 5, 2: 6})
         await store.answer_updates([Answered(1)], 2.0)
-        async with store.db.execute("SELECT update_id, raw IS NULL, answered_at FROM updates ORDER BY 1") as cursor:
-            assert await cursor.fetchall() == [(1, 1, 2.0), (2, 0, None)]
+        query = "SELECT update_id, raw IS NULL, lane, answered_at FROM updates ORDER BY 1"
+        async with store.db.execute(query) as cursor:  # nor which chat it came from
+            assert await cursor.fetchall() == [(1, 1, None, 2.0), (2, 0, 6, None)]
 
 
 def test_the_shipped_migrations_keep_the_names_existing_databases_recorded() -> None:
@@ -222,6 +223,7 @@ def test_the_shipped_migrations_keep_the_names_existing_databases_recorded() -> 
         ("0010_updates", "telegram"),
         ("0011_message_ids", "telegram"),
         ("0012_told_groups", "telegram"),
+        ("0013_update_lanes", "telegram"),
     ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.models import Level, Track
-from bot.store import Answered, Purged, Store
+from bot.store import Answered, Purged, Store, run_once
 from tests.records import escalation, session
 
 
@@ -126,6 +126,15 @@ class TestEscalationLogContract:
         assert await store.purge(30 * day) == Purged(0, 0, ())
         assert len(await store.all_counts()) == 3
 
+    async def test_purge_can_keep_escalations_nobody_has_acknowledged(self, store: Store) -> None:
+        day = 86400.0
+        await store.record_escalations([escalation("seen", at=1 * day), escalation("waiting", at=1 * day + 60)])
+        await store.acknowledge("seen", "sam", 2 * day)
+        result = await store.purge(30 * day, keep_unacked=True)
+        assert (result.escalations, result.kept) == (1, 1)
+        assert [e.id for e in await store.escalations()] == ["waiting"]
+        assert await store.all_counts() == {("1970-01-02", "escalations.crisis.suicidal"): 1}
+
     async def test_daily_counts_add_up_per_day(self, store: Store) -> None:
         await store.add_counts({("2026-11-29", "messages"): 3, ("2026-11-30", "messages"): 1})
         await store.add_counts({("2026-11-29", "messages"): 2, ("2026-11-29", "fallbacks"): 1})
@@ -178,10 +187,47 @@ class TestTelegramJournalContract:
         await store.answer_updates([], 30.0)
         assert await store.purge_updates(before=25.0) == 2
 
+    async def test_each_chats_waiting_updates_read_back_in_order_until_answered(self, store: Store) -> None:
+        await store.record_updates([(3, "c"), (1, "a"), (2, "b"), (4, "d")], 10.0, {1: 7, 2: -9, 3: 7})
+        await store.record_updates([(5, "e")], 20.0, {5: 7})
+        assert await store.lane_updates(7) == [(1, "a"), (3, "c"), (5, "e")]
+        assert await store.lane_updates(-9) == [(2, "b")]
+        assert await store.waiting_lanes(before=15.0) == [-9, 7]  # update 4 has no lane
+        await store.answer_updates([Answered(1), Answered(3), Answered(2)], 30.0)
+        assert await store.lane_updates(7) == [(5, "e")]
+        assert await store.waiting_lanes(before=15.0) == []
+        assert await store.waiting_lanes(before=25.0) == [7]
+
     async def test_a_group_is_told_once(self, store: Store) -> None:
         assert await store.tell_group_once("g1", 10.0) is True
         assert await store.tell_group_once("g1", 20.0) is False
         assert await store.tell_group_once("g2", 20.0) is True
+
+
+class TestLocksContract:
+    """The named locks run-once jobs and chats take, on every backend (across processes: test_postgres_store)."""
+
+    async def test_a_lock_is_held_once_until_released(self, store: Store) -> None:
+        assert await store.locks.acquire("job") is True
+        assert await store.locks.acquire("job") is False
+        assert await store.locks.acquire("other", shared=True) is True
+        await store.locks.release("job")
+        await store.locks.release("never-taken")
+        assert await store.locks.acquire("job") is True
+
+    async def test_a_run_once_job_is_skipped_while_its_lock_is_held(self, store: Store) -> None:
+        ran = []
+
+        async def job() -> None:
+            ran.append(await store.locks.acquire("purge"))
+
+        assert await run_once(store.locks, "purge", job) is True
+        assert ran == [False]  # the job ran holding its lock
+        await store.locks.acquire("purge")
+        assert await run_once(store.locks, "purge", job) is False
+        assert ran == [False]
+        await store.locks.release("purge")
+        assert await run_once(store.locks, "purge", job) is True
 
 
 class TestStoreContract:

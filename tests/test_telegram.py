@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bot import safety
 from bot.models import Level
 from bot.sessions import day_of
 from tests.fake_bot_api import DOCUMENT, LOCATION, PHOTO, STICKER, TOKEN, VOICE, FakeBotApi
@@ -115,7 +116,7 @@ async def test_acknowledge_is_only_taken_from_the_operators_chat(tg: Running) ->
 
 async def test_danger_from_a_partner_gets_911_and_the_hotline_first(tg: Running) -> None:
     [reply] = await say(tg, ALICE, "he said he will kill me tonight")
-    assert reply.text.startswith("If you are in immediate danger, call 911.")
+    assert reply.text.startswith(f"{safety.PREVIEW_LINE}\nIf you are in immediate danger, call 911.")
     assert "1-800-799-7233" in reply.text and "START to 88788" in reply.text
     [alert] = await tg.api.wait_sent(OPERATORS, 1)
     assert "Escalation: IMMINENT" in alert.text and "partner_danger" in alert.text

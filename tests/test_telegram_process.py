@@ -38,8 +38,8 @@ def environment(api: FakeBotApi, tmp_path: Path) -> dict[str, str]:
     }
 
 
-async def start(api: FakeBotApi, tmp_path: Path, name: str, **extra: str) -> asyncio.subprocess.Process:
-    """``python -m bot run`` against ``api``, logging to ``<name>.log``; ``extra`` adds settings."""
+async def start(api: FakeBotApi, tmp_path: Path, name: str, *args: str, **extra: str) -> asyncio.subprocess.Process:
+    """``python -m bot run [args]`` against ``api``, logging to ``<name>.log``; ``extra`` adds settings."""
     log = (tmp_path / f"{name}.log").open("wb")
     try:
         return await asyncio.create_subprocess_exec(
@@ -47,6 +47,7 @@ async def start(api: FakeBotApi, tmp_path: Path, name: str, **extra: str) -> asy
             "-m",
             "bot",
             "run",
+            *args,
             cwd=REPO,
             env={**environment(api, tmp_path), **extra},
             stdout=log,

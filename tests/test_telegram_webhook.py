@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import aiohttp
@@ -76,9 +76,11 @@ class SlowJournal(MemoryStore):
         super().__init__()
         self.journalled: list[int] = []
 
-    async def record_updates(self, updates: Sequence[tuple[int, str]], at: float) -> list[int]:
+    async def record_updates(
+        self, updates: Sequence[tuple[int, str]], at: float, lanes: Mapping[int, int] | None = None
+    ) -> list[int]:
         await asyncio.sleep(0.2)
-        fresh = await super().record_updates(updates, at)
+        fresh = await super().record_updates(updates, at, lanes)
         self.journalled.extend(fresh)
         return fresh
 

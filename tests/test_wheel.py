@@ -20,7 +20,7 @@ from tests.conftest import REPO
 
 pytestmark = pytest.mark.wheel
 
-CONTENT_FOLDERS = ("intents", "responses", "source")
+CONTENT_FOLDERS = ("intents", "responses", "source", "tests/conversations")
 
 
 def sh(*command: str | Path, cwd: Path, stdin: str = "", env: dict[str, str] | None = None) -> str:
@@ -113,3 +113,22 @@ def test_the_console_script_is_installed(installed: tuple[Path, Path], tmp_path:
     assert out.startswith("unhooked ")
     out = sh(python.parent / "unhooked", "--version", cwd=tmp_path)
     assert out.startswith("unhooked ")
+
+
+def test_eval_runs_from_the_installed_wheel_on_its_own_test_sentences(
+    installed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, python = installed
+    out = in_venv(python, "-m", "bot", "eval", tmp=tmp_path)
+    assert "accuracy" in out.lower(), out
+
+
+def test_the_documentation_the_unit_names_is_installed(installed: tuple[Path, Path]) -> None:
+    _, python = installed
+    prefix = python.parent.parent
+    unit = (REPO / "deploy" / "unhooked.service").read_text()
+    named = [word for line in unit.splitlines() if line.startswith("Documentation=") for word in line[14:].split()]
+    assert named, "the unit has no Documentation="
+    for uri in named:
+        path = Path(uri.removeprefix("file://").replace("/opt/unhooked", str(prefix), 1))
+        assert path.is_file(), f"{uri} is not installed with the wheel"

@@ -10,14 +10,18 @@ from bot.store.base import (
     day_of,
     folded_count_name,
 )
+from bot.store.locks import LocalLocks, Locks, run_once
 
 __all__ = [
     "Answered",
     "EscalationLog",
+    "LocalLocks",
+    "Locks",
     "Purged",
     "SessionStore",
     "Store",
     "TelegramJournal",
     "day_of",
     "folded_count_name",
+    "run_once",
 ]

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 
 from bot.models import Escalation, Level, Session
+from bot.store.locks import Locks
 
 
 def day_of(at: float) -> str:
@@ -24,6 +25,8 @@ class Purged:
     sessions: int
     days: tuple[str, ...]
     """The UTC days whose escalations were folded into counts."""
+    kept: int = 0
+    """Escalations past retention kept because nobody has acknowledged them (``keep_unacked``)."""
 
 
 @dataclass(frozen=True)
@@ -113,9 +116,10 @@ class EscalationLog(ABC):
         """Every anonymous daily counter from ``first_day`` on (all days for ``None``), by (day, name)."""
 
     @abstractmethod
-    async def purge(self, before: float) -> Purged:
+    async def purge(self, before: float, *, keep_unacked: bool = False) -> Purged:
         """Fold escalations older than ``before`` into anonymous daily counts, delete them and idle sessions.
 
+        ``keep_unacked`` keeps the escalations nobody has acknowledged yet (and counts them in ``kept``).
         One transaction: a purge that fails leaves everything as it was, and running it again is harmless.
         """
 
@@ -124,8 +128,14 @@ class TelegramJournal(ABC):
     """What the Telegram adapter needs (its tables come from its own migrations): updates, message ids, groups."""
 
     @abstractmethod
-    async def record_updates(self, updates: Sequence[tuple[int, str]], at: float) -> list[int]:
-        """Journal incoming updates as (update id, raw JSON), all or none; return the ids not journalled before."""
+    async def record_updates(
+        self, updates: Sequence[tuple[int, str]], at: float, lanes: Mapping[int, int] | None = None
+    ) -> list[int]:
+        """Journal incoming updates as (update id, raw JSON), all or none; return the ids not journalled before.
+
+        ``lanes`` gives each update's chat (its lane; forgotten once answered), so replicas sharing the journal
+        can answer a chat's updates in order (``lane_updates``).
+        """
 
     @abstractmethod
     async def answer_updates(self, answered: Sequence[Answered], at: float) -> None:
@@ -137,6 +147,14 @@ class TelegramJournal(ABC):
     @abstractmethod
     async def unanswered_updates(self) -> list[tuple[int, str]]:
         """Journalled updates not answered yet, as (update id, raw JSON), oldest first."""
+
+    @abstractmethod
+    async def lane_updates(self, lane: int) -> list[tuple[int, str]]:
+        """One chat's journalled updates not answered yet, as (update id, raw JSON), oldest first."""
+
+    @abstractmethod
+    async def waiting_lanes(self, before: float) -> list[int]:
+        """The chats with an update journalled before ``before`` and not answered yet (left by a replica that died)."""
 
     @abstractmethod
     async def purge_updates(self, before: float) -> int:
@@ -164,6 +182,8 @@ class Store(SessionStore, EscalationLog, TelegramJournal):
 
     where: str
     """Where the data lives, for messages (a file path, a server and database, ``memory``); never a password."""
+    locks: Locks
+    """Named locks for run-once jobs and chats, shared with every process on this database (``Locks.shared``)."""
     migrated: tuple[str, ...] = ()
     """The migrations the last ``open()`` applied, in order (none for memory, or for a database already current)."""
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from bot.models import Escalation, Level, Session
 from bot.store.base import Answered, Purged, Store, day_of, folded_count_name
+from bot.store.locks import LocalLocks
 
 
 def _copy(session: Session) -> Session:
@@ -22,6 +23,7 @@ class _Update:
     received_at: float
     raw: str | None
     answered_at: float | None = None
+    lane: int | None = None
 
 
 class MemoryStore(Store):
@@ -29,6 +31,7 @@ class MemoryStore(Store):
 
     def __init__(self) -> None:
         self.where = "memory"
+        self.locks = LocalLocks()
         self._sessions: dict[str, Session] = {}
         self._escalations: dict[str, Escalation] = {}
         self._positions: dict[str, int] = {}
@@ -108,8 +111,9 @@ class MemoryStore(Store):
     async def all_counts(self, first_day: str | None = None) -> dict[tuple[str, str], int]:
         return {key: value for key, value in sorted(self._counts.items()) if first_day is None or key[0] >= first_day}
 
-    async def purge(self, before: float) -> Purged:
-        old = [e for e in self._escalations.values() if e.at < before]
+    async def purge(self, before: float, *, keep_unacked: bool = False) -> Purged:
+        past = [e for e in self._escalations.values() if e.at < before]
+        old = [e for e in past if not keep_unacked or e.acked_by is not None]
         self._counts.update(Counter((day_of(e.at), folded_count_name(e)) for e in old))
         for escalation in old:
             del self._escalations[escalation.id]
@@ -117,26 +121,36 @@ class MemoryStore(Store):
         idle = [key for key, session in self._sessions.items() if session.last_seen < before]
         for key in idle:
             del self._sessions[key]
-        return Purged(len(old), len(idle), tuple(sorted({day_of(e.at) for e in old})))
+        return Purged(len(old), len(idle), tuple(sorted({day_of(e.at) for e in old})), len(past) - len(old))
 
-    async def record_updates(self, updates: Sequence[tuple[int, str]], at: float) -> list[int]:
-        raw = dict(updates)
+    async def record_updates(
+        self, updates: Sequence[tuple[int, str]], at: float, lanes: Mapping[int, int] | None = None
+    ) -> list[int]:
+        raw, lanes = dict(updates), lanes or {}
         fresh = [update_id for update_id in raw if update_id not in self._updates]
         for update_id in fresh:
-            self._updates[update_id] = _Update(at, raw[update_id])
+            self._updates[update_id] = _Update(at, raw[update_id], lane=lanes.get(update_id))
         return fresh
 
     async def answer_updates(self, answered: Sequence[Answered], at: float) -> None:
         for done in answered:
             found = self._updates.get(done.update_id)
             if found is not None and found.answered_at is None:
-                self._updates[done.update_id] = _Update(found.received_at, None, at)
+                self._updates[done.update_id] = _Update(found.received_at, None, at)  # its lane goes too
             if done.chat_key is not None:
                 for message_id in done.message_ids:
                     self._message_ids.setdefault((done.chat_key, message_id), at)
 
     async def unanswered_updates(self) -> list[tuple[int, str]]:
         return [(key, row.raw) for key, row in sorted(self._updates.items()) if row.raw is not None]
+
+    async def lane_updates(self, lane: int) -> list[tuple[int, str]]:
+        waiting = sorted(self._updates.items())
+        return [(key, row.raw) for key, row in waiting if row.raw is not None and row.lane == lane]
+
+    async def waiting_lanes(self, before: float) -> list[int]:
+        waiting = {row.lane for row in self._updates.values() if row.raw is not None and row.received_at < before}
+        return sorted(lane for lane in waiting if lane is not None)
 
     async def purge_updates(self, before: float) -> int:
         gone = [key for key, row in self._updates.items() if row.answered_at is not None and row.answered_at < before]

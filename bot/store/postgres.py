@@ -14,6 +14,7 @@ from bot.errors import StoreError
 from bot.models import Escalation, Level, Session
 from bot.store import codec
 from bot.store.base import Answered, Purged, Store, day_of, folded_count_name, message_rows
+from bot.store.postgres_locks import PostgresLocks
 from bot.store.schema import Migration, load_migrations, pending, require_current
 
 MIGRATIONS = load_migrations("postgres")
@@ -63,10 +64,15 @@ _ADD_COUNTS = (
     " ON CONFLICT (day, name) DO UPDATE SET value = daily_counts.value + excluded.value"
 )
 _RECORD_UPDATES = (
-    "INSERT INTO updates (update_id, received_at, raw) SELECT id, $3, raw FROM unnest($1::bigint[], $2::text[])"
-    " AS fresh (id, raw) ON CONFLICT (update_id) DO NOTHING RETURNING update_id"
+    "INSERT INTO updates (update_id, received_at, raw, lane) SELECT id, $3, raw, lane"
+    " FROM unnest($1::bigint[], $2::text[], $4::bigint[]) AS fresh (id, raw, lane)"
+    " ON CONFLICT (update_id) DO NOTHING RETURNING update_id"
 )
-_ANSWER = "UPDATE updates SET raw = NULL, answered_at = $1 WHERE update_id = $2 AND answered_at IS NULL"
+_ANSWER = "UPDATE updates SET raw = NULL, lane = NULL, answered_at = $1 WHERE update_id = $2 AND answered_at IS NULL"
+_LANE = "SELECT update_id, raw FROM updates WHERE lane = $1 AND raw IS NOT NULL ORDER BY update_id"
+_WAITING = (
+    "SELECT DISTINCT lane FROM updates WHERE raw IS NOT NULL AND lane IS NOT NULL AND received_at < $1 ORDER BY lane"
+)
 _REMEMBER_MESSAGE = "INSERT INTO message_ids (chat_key, message_id, at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
 
 
@@ -93,6 +99,7 @@ class PostgresStore(Store):
         self._migrate_on_open = migrate
         self.where = where
         self._pool: asyncpg.Pool | None = None
+        self.locks = PostgresLocks(url, self._settings.timeout, where)
 
     @asynccontextmanager
     async def _guard(self, doing: str) -> AsyncIterator[None]:
@@ -163,6 +170,7 @@ class PostgresStore(Store):
             return [row["name"] for row in await connection.fetch("SELECT name FROM _migrations ORDER BY name")]
 
     async def close(self) -> None:
+        await self.locks.close()
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()
@@ -244,21 +252,28 @@ class PostgresStore(Store):
             )
         return {(row["day"], row["name"]): row["value"] for row in rows}
 
-    async def purge(self, before: float) -> Purged:
+    async def purge(self, before: float, *, keep_unacked: bool = False) -> Purged:
         async with self._connection("purge old records", transaction=True) as connection:
-            old = [codec.from_row(tuple(row)) for row in await connection.fetch(_OLD_ESCALATIONS, before)]
+            past = [codec.from_row(tuple(row)) for row in await connection.fetch(_OLD_ESCALATIONS, before)]
+            old = [e for e in past if not keep_unacked or e.acked_by is not None]
             counts = Counter((day_of(e.at), folded_count_name(e)) for e in old)
             await connection.executemany(_ADD_COUNTS, [(day, name, value) for (day, name), value in counts.items()])
-            await connection.execute("DELETE FROM escalations WHERE at < $1", before)
+            await connection.execute(
+                "DELETE FROM escalations WHERE at < $1 AND (NOT $2 OR acked_by IS NOT NULL)", before, keep_unacked
+            )
             sessions = _count(await connection.execute("DELETE FROM sessions WHERE last_seen < $1", before))
-        return Purged(len(old), sessions, tuple(sorted({day_of(e.at) for e in old})))
+        kept = len(past) - len(old)
+        return Purged(len(old), sessions, tuple(sorted({day_of(e.at) for e in old})), kept)
 
-    async def record_updates(self, updates: Sequence[tuple[int, str]], at: float) -> list[int]:
-        raw = dict(updates)
+    async def record_updates(
+        self, updates: Sequence[tuple[int, str]], at: float, lanes: Mapping[int, int] | None = None
+    ) -> list[int]:
+        raw, lanes = dict(updates), lanes or {}
         if not raw:
             return []
         async with self._connection("journal updates", transaction=True) as connection:
-            rows = await connection.fetch(_RECORD_UPDATES, list(raw), list(raw.values()), at)
+            chats = [lanes.get(update_id) for update_id in raw]
+            rows = await connection.fetch(_RECORD_UPDATES, list(raw), list(raw.values()), at, chats)
         taken = {row["update_id"] for row in rows}
         return [update_id for update_id in raw if update_id in taken]
 
@@ -273,6 +288,15 @@ class PostgresStore(Store):
         async with self._connection("read unanswered updates") as connection:
             rows = await connection.fetch("SELECT update_id, raw FROM updates WHERE raw IS NOT NULL ORDER BY update_id")
         return [(row["update_id"], row["raw"]) for row in rows]
+
+    async def lane_updates(self, lane: int) -> list[tuple[int, str]]:
+        async with self._connection("read a chat's unanswered updates") as connection:
+            rows = await connection.fetch(_LANE, lane)
+        return [(row["update_id"], row["raw"]) for row in rows]
+
+    async def waiting_lanes(self, before: float) -> list[int]:
+        async with self._connection("read chats left waiting") as connection:
+            return [row["lane"] for row in await connection.fetch(_WAITING, before)]
 
     async def purge_updates(self, before: float) -> int:
         async with self._connection("purge answered updates") as connection:

@@ -21,6 +21,7 @@ from bot.models import Escalation, Level, Session
 from bot.store import codec
 from bot.store.backup import Backup, backup_target, seal
 from bot.store.base import Answered, Purged, Store, day_of, folded_count_name, message_rows
+from bot.store.locks import LocalLocks
 from bot.store.schema import Migration, load_migrations, pending, require_current
 
 log = logging.getLogger("unhooked.store")
@@ -61,7 +62,11 @@ _FEED = (
 )
 _ESCALATION_FILTER = "(? IS NULL OR at >= ?) AND (? IS NULL OR level = ?) AND (? = 0 OR acked_by IS NULL)"
 _UNANSWERED = "SELECT update_id, raw FROM updates WHERE raw IS NOT NULL ORDER BY update_id"
-_ANSWER = "UPDATE updates SET raw = NULL, answered_at = ? WHERE update_id = ? AND answered_at IS NULL"
+_ANSWER = "UPDATE updates SET raw = NULL, lane = NULL, answered_at = ? WHERE update_id = ? AND answered_at IS NULL"
+_LANE = "SELECT update_id, raw FROM updates WHERE lane = ? AND raw IS NOT NULL ORDER BY update_id"
+_WAITING = (
+    "SELECT DISTINCT lane FROM updates WHERE raw IS NOT NULL AND lane IS NOT NULL AND received_at < ? ORDER BY lane"
+)
 _REMEMBER_MESSAGE = "INSERT OR IGNORE INTO message_ids (chat_key, message_id, at) VALUES (?, ?, ?)"
 
 _Result = TypeVar("_Result")
@@ -114,6 +119,7 @@ class SqliteStore(Store):
     ) -> None:
         self.path = Path(path)
         self.where = str(self.path)
+        self.locks = LocalLocks()
         self._migrations = migrations
         self._migrate_on_open = migrate
         """``False`` opens an existing database as it is and refuses one not at this version's migrations."""
@@ -299,18 +305,24 @@ class SqliteStore(Store):
         return {(day, name): value for day, name, value in rows}
 
     @_shielded
-    async def purge(self, before: float) -> Purged:
+    async def purge(self, before: float, *, keep_unacked: bool = False) -> Purged:
         async with self._guard("purge old records"), self._transaction():
-            old = await self._select_escalations("at < ?", (before,), None)
+            past = await self._select_escalations("at < ?", (before,), None)
+            old = [e for e in past if not keep_unacked or e.acked_by is not None]
             counts = Counter((day_of(e.at), folded_count_name(e)) for e in old)
             await self.db.executemany(_ADD_COUNTS, [(day, name, value) for (day, name), value in counts.items()])
-            await self.db.execute("DELETE FROM escalations WHERE at < ?", (before,))
+            await self.db.execute(
+                "DELETE FROM escalations WHERE at < ? AND (? = 0 OR acked_by IS NOT NULL)", (before, int(keep_unacked))
+            )
             sessions = await self.db.execute("DELETE FROM sessions WHERE last_seen < ?", (before,))
-        return Purged(len(old), sessions.rowcount, tuple(sorted({day_of(e.at) for e in old})))
+        kept = len(past) - len(old)
+        return Purged(len(old), sessions.rowcount, tuple(sorted({day_of(e.at) for e in old})), kept)
 
     @_shielded
-    async def record_updates(self, updates: Sequence[tuple[int, str]], at: float) -> list[int]:
-        raw = dict(updates)
+    async def record_updates(
+        self, updates: Sequence[tuple[int, str]], at: float, lanes: Mapping[int, int] | None = None
+    ) -> list[int]:
+        raw, lanes = dict(updates), lanes or {}
         if not raw:
             return []
         async with self._guard("journal updates"), self._transaction():
@@ -320,8 +332,8 @@ class SqliteStore(Store):
                 known = {row[0] async for row in cursor}
             fresh = [update_id for update_id in raw if update_id not in known]
             await self.db.executemany(
-                "INSERT INTO updates (update_id, received_at, raw) VALUES (?, ?, ?)",
-                [(update_id, at, raw[update_id]) for update_id in fresh],
+                "INSERT INTO updates (update_id, received_at, raw, lane) VALUES (?, ?, ?, ?)",
+                [(update_id, at, raw[update_id], lanes.get(update_id)) for update_id in fresh],
             )
         return fresh
 
@@ -335,6 +347,13 @@ class SqliteStore(Store):
 
     async def unanswered_updates(self) -> list[tuple[int, str]]:
         return [(update_id, raw) for update_id, raw in await self._rows("read unanswered updates", _UNANSWERED)]
+
+    async def lane_updates(self, lane: int) -> list[tuple[int, str]]:
+        rows = await self._rows("read a chat's unanswered updates", _LANE, (lane,))
+        return [(update_id, raw) for update_id, raw in rows]
+
+    async def waiting_lanes(self, before: float) -> list[int]:
+        return [row[0] for row in await self._rows("read chats left waiting", _WAITING, (before,))]
 
     @_shielded
     async def purge_updates(self, before: float) -> int:

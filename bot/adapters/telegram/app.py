@@ -35,6 +35,7 @@ from bot.adapters.telegram.operators import Operators, telegram_alerter, telegra
 from bot.adapters.telegram.outbound import Sender
 from bot.adapters.telegram.people import People
 from bot.adapters.telegram.render import plain
+from bot.adapters.telegram.replicas import SharedLanes, claim_the_token
 from bot.adapters.telegram.replies import Replies
 from bot.adapters.telegram.webhook import WebhookHandler
 from bot.config import Settings, TelegramSettings
@@ -44,9 +45,9 @@ from bot.health import Health
 from bot.http import HttpServer, serve_monitoring
 from bot.logs import quiet_library_logs
 from bot.metrics import Metrics
-from bot.models import ReplyKind
+from bot.models import Level, ReplyKind
 from bot.service import running_service
-from bot.store import EscalationLog, Store
+from bot.store import EscalationLog, Locks, Store
 
 log = logging.getLogger("unhooked.telegram")
 
@@ -185,6 +186,17 @@ class TelegramBot:
                 log.error("could not send the apology either: %s", type(failure).__name__)
 
 
+def crisis_first(engine: Engine) -> Callable[[Update], bool]:
+    """The engine's one crisis screen on an update's words as it arrives: a crisis or imminent one goes first."""
+
+    def urgent(update: Update) -> bool:
+        words = words_of(update)
+        found = engine.screen.detect(words) if words else None
+        return found is not None and found.level.rank >= Level.CRISIS.rank
+
+    return urgent
+
+
 def build_application(telegram: TelegramSettings, sender: Sender) -> Application:
     """PTB's Application without its Updater (we poll ourselves), with our sender and HTML defaults."""
     timeout = telegram.request_timeout
@@ -269,16 +281,19 @@ async def run_telegram(
             bot = TelegramBot(
                 engine, settings, telegram, application, journal, service.store, metrics=watched, refused=sender.refused
             )
-            lanes = Lanes(
-                bot.handle,
-                telegram.max_concurrent_chats,
-                on_answered=watched.answering.observe,
-                urgent=lambda update: engine.urgent(words_of(update)),
-            )
+            locks = service.store.locks
+            await claim_the_token(locks, webhook=webhook)
+            limit, observe = telegram.max_concurrent_chats, watched.answering.observe
+            if webhook and locks.shared:
+                lanes: Lanes | SharedLanes = SharedLanes(
+                    bot.handle, limit, journal, locks, application.bot, engine.sessions, on_answered=observe
+                )
+            else:
+                lanes = Lanes(bot.handle, limit, on_answered=observe, urgent=crisis_first(engine))
             watched.pending.read = lambda: lanes.pending
             intake = Intake(journal, lanes, watched)
             health = service.health({TELEGRAM: telegram_health.LINK_GRACE, ACCESS: 0.0})
-            return await _serve(bot, intake, health, webhook=webhook, stop=stop, started=started)
+            return await _serve(bot, intake, health, locks, webhook=webhook, stop=stop, started=started)
     finally:
         await application.shutdown()
 
@@ -287,6 +302,7 @@ async def _serve(
     bot: TelegramBot,
     intake: Intake,
     health: Health,
+    locks: Locks,
     *,
     webhook: bool,
     stop: asyncio.Event,
@@ -299,7 +315,9 @@ async def _serve(
         # health first: it answers while Telegram is still being reached
         server = await serve_monitoring(telegram.http_listen, port, health, bot.engine.metrics.registry)
     await application.start()
-    purge = asyncio.create_task(intake.journal.purge_forever(), name="telegram-purge")
+    background = [asyncio.create_task(intake.journal.purge_forever(locks=locks), name="telegram-purge")]
+    if isinstance(intake.lanes, SharedLanes):  # chats left waiting by a replica that died
+        background.append(asyncio.create_task(intake.lanes.sweep_forever(), name="telegram-sweep"))
     try:
         if await _prepare(application.bot, telegram, intake, server if webhook else None, stop):
             # What start-up made (modules, the content and its indexes, PTB's objects) stays for the life of
@@ -326,12 +344,14 @@ async def _serve(
     finally:
         if server is not None:
             await server.stop()
+        for task in background:
+            task.cancel()
         left = await intake.lanes.drain(telegram.shutdown_grace)
         await intake.journal.aclose()
         gc.unfreeze()  # a process that goes on (tests, an embedding) collects as before
-        purge.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await purge
+        for task in background:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await application.stop()
     if left:
         log.warning("%d updates were not answered before the stop; the next start answers them", left)

@@ -24,13 +24,13 @@ from telegram import Bot, Update
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter, TelegramError
 
 from bot.adapters.telegram.health import ACCESS, TelegramMetrics
-from bot.adapters.telegram.lanes import Lanes
+from bot.adapters.telegram.lanes import Lanes, lane_of
 from bot.adapters.telegram.outbound import backoff, seconds
 from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
 from bot.metrics import Metrics
 from bot.sessions import write_behind
-from bot.store import Answered, TelegramJournal
+from bot.store import Answered, LocalLocks, Locks, TelegramJournal, run_once
 
 log = logging.getLogger("unhooked.telegram.intake")
 
@@ -95,6 +95,8 @@ class Journal:
         self.metrics = metrics or Metrics()
         self.faults = faults or Faults()
         self._recent: OrderedDict[int, None] = OrderedDict()
+        self.unguarded: set[int] = set()
+        """Updates admitted without reaching the journal (the store failed): only this process knows of them."""
         self._marks: list[tuple[Answered, asyncio.Future[None]]] = []
         self._marking = asyncio.Lock()
         self._wake = asyncio.Event()
@@ -127,12 +129,14 @@ class Journal:
             (update.update_id, json.dumps(update.to_dict() if data is None else data, ensure_ascii=False))
             for update, data in new
         ]
+        lanes = {update.update_id: lane_of(update) for update, _ in new}
         try:
             async with asyncio.timeout(JOURNAL_WAIT):
-                fresh = set(await self.store.record_updates(rows, self._clock()))
+                fresh = set(await self.store.record_updates(rows, self._clock(), lanes))
         except (StoreError, TimeoutError) as error:
             self._failed("journal_write", "update journal", error, JOURNAL_WAIT)
             log.error("could not journal %d updates (%s); answering them unguarded", len(new), type(error).__name__)
+            self.unguarded.update(lanes)
             return [update for update, _ in new]
         self.faults.clear(STORE, "update journal")
         return [update for update, _ in new if update.update_id in fresh]
@@ -147,6 +151,7 @@ class Journal:
         The mark goes with the next batch; this waits for it at most ``MARK_WAIT`` (a store that is down does
         not stop the chat: the writer keeps trying, and the update would be answered again after a crash).
         """
+        self.unguarded.discard(update.update_id)
         written = asyncio.get_running_loop().create_future()
         self._marks.append((Answered(update.update_id, chat_key, tuple(message_ids)), written))
         if self._writer is None or self._writer.done():
@@ -226,11 +231,30 @@ class Journal:
         if updates or messages:
             log.info("purged %d old update ids and %d old message ids", updates, messages)
 
-    async def purge_forever(self, every: float = PURGE_EVERY) -> None:
-        """Purge now and every ``every`` seconds until cancelled."""
+    async def purge_forever(self, every: float = PURGE_EVERY, locks: Locks | None = None) -> None:
+        """Purge now and every ``every`` seconds until cancelled; with ``locks``, one replica at a time."""
+        locks = locks or LocalLocks()
         while True:
-            await self.purge()
+            await run_once(locks, "telegram-purge", self.purge)
             await asyncio.sleep(every)
+
+
+async def answer_in_slot(
+    slots: asyncio.Semaphore,
+    handle: Callable[[Update], Awaitable[None]],
+    update: Update,
+    arrived: float,
+    on_answered: Callable[[float], None] | None,
+) -> None:
+    """Answer one update once a slot is free; a handler's failure is logged, the latency told to ``on_answered``."""
+    async with slots:
+        try:
+            await handle(update)
+        except Exception:
+            log.exception("an update could not be handled")
+        else:
+            if on_answered is not None:
+                on_answered(time.perf_counter() - arrived)
 
 
 class Intake:

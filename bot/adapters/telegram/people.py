@@ -11,7 +11,6 @@ from telegram.constants import ChatType
 from telegram.error import BadRequest, Forbidden
 from telegram.ext import ContextTypes
 
-from bot import safety
 from bot.adapters.telegram import texts
 from bot.adapters.telegram.inbound import STORE_TIMEOUT
 from bot.adapters.telegram.outbound import CRISIS
@@ -38,17 +37,13 @@ class People:
         message = update.effective_message
         await self.replies.answer(update, message.text or message.caption or "")
 
-    @staticmethod
-    def _screen(update: Update) -> Detection | None:
-        """The crisis screen on a message's words (a caption too); a failing screen counts as a crisis."""
+    def _screen(self, update: Update) -> Detection | None:
+        """The engine's one crisis screen (floor, moderators' rules and model) on a message's words or caption."""
         message = update.effective_message
         text = (message.text or message.caption) if message is not None else None
         if not text:
             return None
-        try:
-            return safety.detect(text)
-        except Exception:
-            return safety.SCREEN_FAILED
+        return self.replies.engine.screen.detect(text)
 
     async def on_edit(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """An edited message is answered again only if the crisis screen sees something in the new words."""

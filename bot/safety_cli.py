@@ -1,0 +1,85 @@
+"""``python -m bot safety``: evaluate the whole crisis screen, or retrain its learned model."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from bot.config import Settings
+from bot.errors import BotError
+
+EVAL_EXAMPLES = """examples:
+  python -m bot safety eval                 # blind sets, tuned sets and conversations, misses listed
+  python -m bot safety eval --json > safety.json
+  UNHOOKED_CRISIS_MODEL=off python -m bot safety eval --no-misses   # the lexicon alone"""
+TRAIN_EXAMPLES = """examples:
+  pip install -e '.[train]'                 # PyTorch's CPU build and the base model (make train does both)
+  python -m bot safety train                # about ten minutes on two cores; writes bot/model/files/"""
+
+
+def register(commands: Any) -> None:
+    """Add ``safety eval`` and ``safety train`` to the command line."""
+
+    def verb(under: Any, name: str, summary: str, examples: str) -> argparse.ArgumentParser:
+        return under.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            epilog=examples,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    safety = verb(
+        commands, "safety", "The crisis screen: evaluate it on the blind sets, or retrain its model.", EVAL_EXAMPLES
+    )
+    verbs = safety.add_subparsers(dest="verb", required=True, metavar="VERB")
+    root_help = "the repository folder holding tests/safety/ and safety/corpus/ (default: the current folder)"
+    run_eval = verb(
+        verbs, "eval", "Recall and false alarms per set, category and level, with the misses.", EVAL_EXAMPLES
+    )
+    run_eval.add_argument("--root", type=Path, default=Path.cwd(), help=root_help)
+    run_eval.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    run_eval.add_argument("--no-misses", action="store_true", help="leave out the list of missed messages")
+    run_eval.set_defaults(handler=_eval)
+    train = verb(verbs, "train", "Retrain the learned screen from safety/corpus/ with a fixed seed.", TRAIN_EXAMPLES)
+    train.add_argument("--root", type=Path, default=Path.cwd(), help=root_help)
+    train.add_argument("--out", type=Path, help="where to write the model (default: the package's bot/model/files/)")
+    train.set_defaults(handler=_train)
+
+
+def _root(root: Path) -> Path:
+    if not (root / "tests" / "safety" / "blind").is_dir() or not (root / "safety" / "corpus").is_dir():
+        raise BotError(
+            f"{root} has no tests/safety/blind/ or safety/corpus/; run this from a clone of the repository "
+            "(the installed package does not carry the evaluation sets) or pass --root"
+        )
+    return root
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from bot import safety_eval
+    from bot.crisis import CrisisScreen
+
+    root = _root(args.root)
+    screen = CrisisScreen(Settings.from_env().crisis_model)
+    tallies = safety_eval.evaluate(screen, root)
+    if args.json:
+        sys.stdout.write(safety_eval.as_json(tallies, screen.model_state) + "\n")
+    else:
+        sys.stdout.write(safety_eval.report(tallies, screen.model_state, misses=not args.no_misses))
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    try:
+        from bot.model import train
+    except ImportError as error:
+        raise BotError(
+            f"training needs the `train` extra ({error}); run `make train` or pip install -e '.[train]'"
+        ) from None
+    root = _root(args.root)
+    card = train.train(root, args.out or train.FILES, say=lambda line: print(line, flush=True))
+    print(f"wrote {card['version']} (sha256 {card['model_sha256']}) with thresholds {card['thresholds']}")
+    return 0

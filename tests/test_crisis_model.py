@@ -1,0 +1,175 @@
+"""The learned crisis screen: the shipped model and its card, the corpus as recorded, and the screen around it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bot import safety
+from bot.config import Settings
+from bot.crisis import MODEL, OFF, CrisisScreen
+from bot.errors import ConfigError
+from bot.health import Faults
+from bot.model import corpus
+from bot.model.runtime import CARD, FILES, CrisisModel, model_text
+from bot.model.runtime import MODEL as MODEL_FILE
+from bot.models import Level, Track
+from bot.service import running_service
+from bot.store import MemoryStore
+from tests.conftest import REPO
+
+CARD_DATA = json.loads((FILES / CARD).read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def model() -> CrisisModel:
+    return CrisisModel()
+
+
+def test_the_shipped_model_is_small_and_is_the_one_its_card_describes(model: CrisisModel) -> None:
+    assert (FILES / MODEL_FILE).stat().st_size < 40_000_000
+    assert model.card.version == CARD_DATA["version"]
+    assert 0.5 <= model.card.concern <= model.card.crisis < 1
+
+
+def test_the_card_records_the_corpus_the_model_was_trained_on() -> None:
+    items = corpus.training(REPO)
+    assert CARD_DATA["corpus_sha256"] == corpus.digest(items), "safety/corpus/ changed: retrain (make train)"
+    assert CARD_DATA["corpus_items"] == len(items)
+    assert CARD_DATA["command"] == "python -m bot safety train" and CARD_DATA["seed"]
+
+
+def test_the_shipped_model_scores_the_corpus_as_recorded(model: CrisisModel) -> None:
+    texts = [item.text for item in corpus.training(REPO)]
+    recorded = np.array(json.loads((FILES / "corpus_scores.json").read_text(encoding="utf-8")))
+    scores = np.concatenate([1 - model.probabilities(texts[at : at + 64])[:, 0] for at in range(0, len(texts), 64)])
+    assert len(scores) == len(recorded)
+    assert np.abs(scores - recorded).max() < 0.01
+    thresholds = [model.card.concern, model.card.crisis]
+    near = np.min(np.abs(recorded[:, None] - np.array(thresholds)[None, :]), axis=1) < 0.01
+    assert (np.digitize(scores, thresholds) == np.digitize(recorded, thresholds))[~near].all()
+
+
+def test_quantisation_changed_no_decision_on_the_corpus() -> None:
+    check = CARD_DATA["quantisation_check"]
+    assert check["items"] == CARD_DATA["corpus_items"]
+    assert check["decisions_changed"] == 0 and check["largest_score_change"] < 0.06
+
+
+def test_the_model_reads_folded_text() -> None:
+    assert model_text("I WANT TO DIIIIE") == "i want to diie"
+    assert model_text("kіll") == "kill"  # a Cyrillic і
+
+
+def test_a_long_message_is_read_in_windows_so_a_crisis_at_its_end_counts(model: CrisisModel) -> None:
+    crisis = "i took every pill in the cabinet an hour ago and my heart is racing"
+    background = " ".join(["we broke up in march and i keep going over the same arguments in my head."] * 12)
+    alone, buried = model.assess(crisis), model.assess(f"{background} {crisis}")
+    assert len(model._windows(f"{background} {crisis}")) > 1
+    assert buried.score >= model.card.crisis and buried.category == alone.category
+
+
+def test_scores_do_not_depend_on_the_other_messages_in_a_batch(model: CrisisModel) -> None:
+    texts = ["why do i miss him", "i want to die", "he is outside with a knife"]
+    together = model.probabilities(texts)
+    apart = np.array([model.probabilities([text])[0] for text in texts])
+    assert np.abs(together - apart).max() < 1e-4
+
+
+def _copy_model(tmp_path: Path) -> Path:
+    folder = tmp_path / "model"
+    shutil.copytree(FILES, folder)
+    return folder
+
+
+@pytest.mark.parametrize("broken", ["missing", "corrupt model", "corrupt card", "wrong labels"])
+async def test_a_broken_model_leaves_the_lexicon_answering_and_health_says_so(tmp_path: Path, broken: str) -> None:
+    folder = _copy_model(tmp_path)
+    if broken == "missing":
+        (folder / MODEL_FILE).unlink()
+    elif broken == "corrupt model":
+        blob = bytearray((folder / MODEL_FILE).read_bytes())
+        blob[len(blob) // 2] ^= 0xFF
+        (folder / MODEL_FILE).write_bytes(bytes(blob))
+    elif broken == "corrupt card":
+        (folder / CARD).write_text("{not json", encoding="utf-8")
+    else:
+        card = json.loads((folder / CARD).read_text(encoding="utf-8"))
+        (folder / CARD).write_text(json.dumps({**card, "labels": card["labels"][:-1]}), encoding="utf-8")
+    settings = Settings.from_env({"UNHOOKED_DB": ":memory:", "UNHOOKED_CRISIS_MODEL": str(folder)})
+    async with running_service(settings, MemoryStore()) as service:
+        engine = service.engine
+        assert engine.screen.model is None and engine.screen.model_state.startswith("failed:")
+        found = engine.screen.detect("i want to kill myself")
+        assert found is not None and found.level is Level.CRISIS and not found.rule.startswith("model.")
+        ok, body = await service.health().report()
+        assert not ok and MODEL in body["failing"]
+        assert "the lexicon screens every message alone" in body["checks"][MODEL]["problems"][0]
+
+
+async def test_the_metric_says_whether_the_model_runs(tmp_path: Path) -> None:
+    for setting, loaded in ((OFF, 0.0), (str(_copy_model(tmp_path)), 1.0)):
+        settings = Settings.from_env({"UNHOOKED_DB": ":memory:", "UNHOOKED_CRISIS_MODEL": setting})
+        async with running_service(settings, MemoryStore()) as service:
+            assert f"unhooked_crisis_model_loaded {loaded}" in service.engine.metrics.registry.render()
+            ok, body = await service.health().report()
+            assert ok and body["checks"][MODEL]["ok"]
+
+
+def test_off_screens_with_the_lexicon_alone() -> None:
+    screen = CrisisScreen(OFF)
+    assert screen.model is None and screen.model_state == OFF
+    assert screen.detect("I want to die").rule == safety.detect("I want to die").rule
+
+
+def test_a_folder_that_is_not_there_is_refused_at_start_with_a_sentence(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"UNHOOKED_CRISIS_MODEL is .* not a folder; set it to a folder holding"):
+        Settings.from_env({"UNHOOKED_CRISIS_MODEL": str(tmp_path / "nowhere")})
+
+
+class _Failing:
+    def detect(self, text: str) -> None:
+        raise RuntimeError("onnx went away")
+
+
+def test_a_model_that_fails_on_a_message_leaves_the_lexicon_verdict_and_is_reported() -> None:
+    faults = Faults()
+    screen = CrisisScreen(OFF, faults=faults)
+    screen.model = _Failing()
+    assert screen.detect("hello") is None
+    assert screen.detect("I'm scared of him").level is Level.CONCERN  # the lexicon's check-in stands
+    assert "onnx went away" in faults.of(MODEL)["detect"].detail
+
+
+class _Says:
+    def __init__(self, level: Level) -> None:
+        self.level = level
+
+    def detect(self, text: str) -> object:
+        from bot.models import Detection
+
+        return Detection(self.level, "partner_danger", "model.partner_danger", Track.OTHERS)
+
+
+@pytest.mark.parametrize(
+    ("text", "model_says", "expected_rule"),
+    [
+        ("i just took 40 tylenol", Level.CONCERN, "attempt.took_quantity"),  # the lexicon's imminent is never lowered
+        ("i want to kill myself", Level.IMMINENT, "suicidal.kill_myself"),  # nor replaced once it says crisis
+        ("I'm scared of him", Level.CRISIS, "model.partner_danger"),  # the model raises a lexicon concern
+        ("we went to the beach", Level.CRISIS, "model.partner_danger"),  # and adds what the lexicon missed
+        ("I'm scared of him", Level.CONCERN, None),  # at the same level the lexicon's reading stays
+    ],
+)
+def test_the_model_only_adds_or_raises_never_lowers(text: str, model_says: Level, expected_rule: str | None) -> None:
+    screen = CrisisScreen(OFF)
+    screen.model = _Says(model_says)
+    found = screen.detect(text)
+    lexicon = safety.detect(text)
+    assert found.rule == (expected_rule or lexicon.rule)
+    if lexicon is not None:
+        assert found.level.rank >= lexicon.level.rank
