@@ -97,6 +97,10 @@ class Journal:
         self._recent: OrderedDict[int, None] = OrderedDict()
         self.unguarded: set[int] = set()
         """Updates admitted without reaching the journal (the store failed): only this process knows of them."""
+        self._unstored: dict[int, tuple[str, int]] = {}
+        """Updates admitted that the journal did not take yet, with their JSON and chat, written with each batch."""
+        self._held_marks: dict[int, tuple[Answered, asyncio.Future[None]]] = {}
+        """Marks of updates answered while unstored: queued once their rows are in the journal."""
         self._marks: list[tuple[Answered, asyncio.Future[None]]] = []
         self._marking = asyncio.Lock()
         self._wake = asyncio.Event()
@@ -115,30 +119,54 @@ class Journal:
             self._recent.popitem(last=False)
         return False
 
+    @property
+    def first_unstored(self) -> int | None:
+        """The oldest update admitted that the journal has not taken yet: Telegram must not be told it arrived."""
+        return min(self._unstored) if self._unstored else None
+
+    def stored(self, update_id: int) -> bool:
+        """Whether an admitted update is in the journal (or was answered before)."""
+        return update_id not in self._unstored
+
     async def admit(self, updates: Sequence[Update], raw: Sequence[object] | None = None) -> list[Update]:
         """Journal a batch in one transaction; return the updates to answer (none answered or under way).
 
         ``raw`` is each update's JSON as Telegram sent it, journalled as it is; without it the update is
-        turned back into JSON (PTB's ``to_dict``, a tenth of a millisecond each).
+        turned back into JSON (PTB's ``to_dict``, a tenth of a millisecond each). Updates the journal did not
+        take in time are answered anyway (a crisis reply must not wait for a locked database) and kept
+        ``unstored``: polling does not confirm them, so Telegram sends them again, and each later batch
+        writes them again with its own until the journal takes them.
         """
         sent = raw if raw is not None else [None] * len(updates)
         new = [(update, data) for update, data in zip(updates, sent, strict=True) if not self._seen(update.update_id)]
-        if not new:
+        waiting = dict(self._unstored)
+        for update, data in new:
+            text = json.dumps(update.to_dict() if data is None else data, ensure_ascii=False)
+            waiting[update.update_id] = (text, lane_of(update))
+        if not waiting:
             return []
-        rows = [
-            (update.update_id, json.dumps(update.to_dict() if data is None else data, ensure_ascii=False))
-            for update, data in new
-        ]
-        lanes = {update.update_id: lane_of(update) for update, _ in new}
+        rows = [(update_id, text) for update_id, (text, _) in waiting.items()]
+        lanes = {update_id: lane for update_id, (_, lane) in waiting.items()}
         try:
             async with asyncio.timeout(JOURNAL_WAIT):
                 fresh = set(await self.store.record_updates(rows, self._clock(), lanes))
         except (StoreError, TimeoutError) as error:
             self._failed("journal_write", "update journal", error, JOURNAL_WAIT)
-            log.error("could not journal %d updates (%s); answering them unguarded", len(new), type(error).__name__)
+            log.error(
+                "could not journal %d updates (%s); answering them, and not confirming them to Telegram",
+                len(waiting),
+                type(error).__name__,
+            )
+            self._unstored = waiting
             self.unguarded.update(lanes)
             return [update for update, _ in new]
         self.faults.clear(STORE, "update journal")
+        if self._unstored:
+            log.warning("journalled %d updates that had waited for the database", len(self._unstored))
+            self._unstored = {}
+            for mark in self._held_marks.values():  # answered while unstored: crossed off now they are stored
+                self._queue_mark(*mark)
+            self._held_marks.clear()
         return [update for update, _ in new if update.update_id in fresh]
 
     def _failed(self, operation: str, source: str, error: BaseException, waited: float = STORE_TIMEOUT) -> None:
@@ -153,11 +181,18 @@ class Journal:
         """
         self.unguarded.discard(update.update_id)
         written = asyncio.get_running_loop().create_future()
-        self._marks.append((Answered(update.update_id, chat_key, tuple(message_ids)), written))
+        mark = Answered(update.update_id, chat_key, tuple(message_ids))
+        if update.update_id in self._unstored:
+            self._held_marks[update.update_id] = (mark, written)  # written once its journal row is
+            return
+        self._queue_mark(mark, written)
+        await asyncio.wait({written}, timeout=MARK_WAIT)
+
+    def _queue_mark(self, mark: Answered, written: asyncio.Future[None]) -> None:
+        self._marks.append((mark, written))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.get_running_loop().create_task(self._write_forever(), name="journal-marks")
         self._wake.set()
-        await asyncio.wait({written}, timeout=MARK_WAIT)
 
     async def flush(self) -> None:
         """Write every queued mark now, after a batch under way; raises ``StoreError`` or ``TimeoutError``."""
@@ -347,10 +382,15 @@ async def poll(
                 if last_conflict is not None and time.monotonic() - last_conflict > CONFLICT_MEMORY:
                     metrics.faults.clear(ACCESS, ANOTHER_INSTANCE)
                     last_conflict = None
-            if updates:
+            if updates or intake.journal.first_unstored is not None:
                 await intake.receive(updates, raw)
             offset = offset_after or offset
-            continue
+            unstored = intake.journal.first_unstored
+            if unstored is None:
+                continue
+            offset = unstored  # Telegram keeps (and sends again) what the journal has not taken
+            failures += 1
+            delay = backoff(failures, max_delay)
         if await until_stopped(stop, delay=delay):
             break
     if offset is not None:
