@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot import __version__, backups, checking, evaluate, explain, operators, safety_cli
+from bot import __version__, backups, checking, evaluate, explain, operators, safety_cli, store_cli
 from bot.adapters.terminal import TerminalChat, stderr_alerter, stderr_content_alert
 from bot.config import Settings, TelegramSettings, log_format
 from bot.content import read_content
@@ -24,7 +24,7 @@ from bot.errors import BotError, ConfigError, ContentError
 from bot.lint import TESTS_DIR
 from bot.logs import configure_logging
 from bot.models import Incoming, Level
-from bot.service import existing_store, migrate, running_service
+from bot.service import existing_store, running_service
 from bot.spool import Spool
 from bot.store.backup import Backup
 from bot.store.memory import MemoryStore
@@ -81,9 +81,6 @@ A running bot purges by itself once a UTC day; this command is for a stopped bot
     "escalations export": """examples:
   python -m bot escalations export --format csv > escalations.csv
   python -m bot escalations export --format jsonl --since 30d --output escalations.jsonl""",
-    "migrate": """examples:
-  python -m bot migrate
-  UNHOOKED_DB=/data/unhooked.sqlite3 python -m bot migrate""",
     "backup": """examples:
   python -m bot backup backups/unhooked-$(date +%F).sqlite3
   UNHOOKED_DB=/data/unhooked.sqlite3 python -m bot backup /data/backups/latest.sqlite3 --force""",
@@ -230,9 +227,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     purge.set_defaults(handler=_purge)
 
-    migrate = with_db(command("migrate", "Apply the migrations this version has and the database lacks, then stop."))
-    migrate.set_defaults(handler=_migrate)
-
     backup = command(
         "backup",
         "Copy the database to PATH while the bot keeps running (SQLite's online backup); "
@@ -253,6 +247,7 @@ def _parser() -> argparse.ArgumentParser:
     restore.add_argument("--db", help="the SQLite database to restore to (default: UNHOOKED_DB)")
     restore.set_defaults(handler=_restore)
     safety_cli.register(commands)
+    store_cli.register(commands)
     return parser
 
 
@@ -436,14 +431,6 @@ def _purge(args: argparse.Namespace) -> int:
         args,
         lambda store, spool: operators.purge_text(store, days, time.time(), include_unacked=args.include_unacked),
     )
-
-
-def _migrate(args: argparse.Namespace) -> int:
-    settings = Settings.from_env().with_db(args.db)
-    if settings.database.in_memory:
-        raise ConfigError("an in-memory database has no schema to migrate; set UNHOOKED_DB or --db to the database")
-    print(asyncio.run(migrate(settings)))
-    return 0
 
 
 def _sqlite_file(settings: Settings, what: str, postgres: str) -> None:

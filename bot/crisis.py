@@ -7,6 +7,7 @@ lexicon answering alone, and says so in health, the logs and ``unhooked_crisis_m
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
 from functools import lru_cache
@@ -54,7 +55,7 @@ class CrisisScreen:
         if model != OFF:
             loaded = _load(Path(model) if model else None)
             if isinstance(loaded, Exception):
-                self._fail("load", f"{describe(loaded)}; the lexicon screens every message alone")
+                self._fail("load", f"the lexicon screens every message alone, because {describe(loaded)}")
             else:
                 self.model, self.model_state = loaded, "loaded"
 
@@ -88,6 +89,8 @@ class CrisisScreen:
             return screened, found
         if learned is None or (found is not None and found.level.rank >= learned.level.rank):
             return screened, found
+        if found is not None and found.window_level is not None:  # what the rule reaches in a crisis state stays
+            learned = dataclasses.replace(learned, window_level=found.window_level)
         return screened, learned
 
     def _count(self, part: str) -> None:

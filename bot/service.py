@@ -19,7 +19,7 @@ from bot.health import CONTENT, STORE, Faults, Health, describe
 from bot.lint import check_content
 from bot.metrics import Metrics
 from bot.reload import ContentAlert, ContentWatcher, first_error, log_problems
-from bot.retention import Retention, RunLock
+from bot.retention import Retention
 from bot.rules import floor
 from bot.spool import Spool
 from bot.store import Store
@@ -79,7 +79,6 @@ async def running_service(
     alerter: Alerter | None = None,
     content_alert: ContentAlert | None = None,
     metrics: Metrics | None = None,
-    lock: RunLock | None = None,
 ) -> AsyncIterator[Service]:
     """An engine over the configured content and store, with that store, closed cleanly on exit.
 
@@ -89,8 +88,8 @@ async def running_service(
     ``check`` finds no error in it, at start as on every reload; edited content files are
     reloaded every ``settings.reload_seconds`` and ``content_alert`` hears of refused reloads. ``metrics``
     lets an adapter register its own metrics before the engine starts; the engine's are added to it.
-    Once a UTC day the bot purges what is past ``settings.retention_days`` (``bot.retention``); ``lock`` lets
-    one of several processes sharing a database do it (the default suits one process).
+    Once a UTC day the bot purges what is past ``settings.retention_days`` (``bot.retention``), claimed in
+    the store so one of several replicas sharing a database does it.
     """
     floor()  # the bot does not start without a floor to screen with: FloorError says so in a sentence
     metrics = metrics or Metrics()
@@ -108,7 +107,7 @@ async def running_service(
     metrics.crisis_model_loaded.set(1 if screen.model is not None else 0)
     engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts, screen=screen)
     retry = asyncio.create_task(escalator.retry_forever(), name="escalation-retry")
-    retention = Retention(store, settings.retention_days, lock, metrics=metrics)
+    retention = Retention(store, settings.retention_days, metrics=metrics)
     purging = asyncio.create_task(retention.run_forever(), name="retention")
     watcher = None
     if settings.reload_seconds > 0:

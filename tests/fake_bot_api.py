@@ -39,7 +39,16 @@ MAX_TEXT = 4096
 
 _TAG = re.compile(r"</?(b|strong|i|em|u|ins|s|strike|del|code|pre|blockquote|tg-spoiler)>|<a href=\"[^\"<>]*\">|</a>")
 _ENTITY = re.compile(r"&(?!(lt|gt|amp|quot|#\d+|#x[0-9a-fA-F]+);)")
-_STRING_PARAMS = {"text", "parse_mode", "callback_query_id", "url", "secret_token", "caption", "description"}
+_STRING_PARAMS = {
+    "text",
+    "parse_mode",
+    "callback_query_id",
+    "url",
+    "secret_token",
+    "caption",
+    "description",
+    "short_description",
+}
 
 STICKER = {
     "sticker": {
@@ -168,6 +177,8 @@ class FakeBotApi:
         self.calls: list[Call] = []
         self.faults: list[Fault] = []
         self.commands: list[dict[str, Any]] = []
+        self.description: str | None = None
+        self.short_description: str | None = None
         self.webhook: dict[str, Any] | None = None
         self.chats: dict[int, dict[str, Any]] = {}
         self.messages: dict[tuple[int, int], Sent] = {}
@@ -624,6 +635,14 @@ class FakeBotApi:
 
     async def _api_setMyCommands(self, params: dict[str, Any]) -> bool:
         self.commands = list(params.get("commands") or [])
+        return True
+
+    async def _api_setMyDescription(self, params: dict[str, Any]) -> bool:
+        self.description = params.get("description") or None
+        return True
+
+    async def _api_setMyShortDescription(self, params: dict[str, Any]) -> bool:
+        self.short_description = params.get("short_description") or None
         return True
 
     async def _api_getMyCommands(self, params: dict[str, Any]) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from bot.model.runtime import CARD, FILES, CrisisModel, model_text
 from bot.model.runtime import MODEL as MODEL_FILE
 from bot.models import Level, Track
 from bot.service import running_service
-from bot.store import MemoryStore
+from bot.store.memory import MemoryStore
 from tests.conftest import REPO
 
 CARD_DATA = json.loads((FILES / CARD).read_text(encoding="utf-8"))
@@ -70,7 +70,9 @@ def test_a_long_message_is_read_in_windows_so_a_crisis_at_its_end_counts(model: 
     background = " ".join(["we broke up in march and i keep going over the same arguments in my head."] * 12)
     alone, buried = model.assess(crisis), model.assess(f"{background} {crisis}")
     assert len(model._windows(f"{background} {crisis}")) > 1
-    assert buried.score >= model.card.crisis and buried.category == alone.category
+    assert alone.score >= model.card.concern and alone.category == "attempt"
+    assert buried.score >= model.card.concern and buried.category == alone.category
+    assert model.assess(background).score < model.card.concern
 
 
 def test_scores_do_not_depend_on_the_other_messages_in_a_batch(model: CrisisModel) -> None:
@@ -115,7 +117,7 @@ async def test_the_metric_says_whether_the_model_runs(tmp_path: Path) -> None:
     for setting, loaded in ((OFF, 0.0), (str(_copy_model(tmp_path)), 1.0)):
         settings = Settings.from_env({"UNHOOKED_DB": ":memory:", "UNHOOKED_CRISIS_MODEL": setting})
         async with running_service(settings, MemoryStore()) as service:
-            assert f"unhooked_crisis_model_loaded {loaded}" in service.engine.metrics.registry.render()
+            assert f"\nunhooked_crisis_model_loaded {loaded:g}\n" in service.engine.metrics.registry.render()
             ok, body = await service.health().report()
             assert ok and body["checks"][MODEL]["ok"]
 

@@ -37,6 +37,7 @@ async def test_a_backup_holds_everything_stored(tmp_path: Path) -> None:
             "updates": 2,
             "message_ids": 2,
             "told_groups": 1,
+            "job_runs": 0,
         }
         assert done.migrations == tuple(m.name for m in MIGRATIONS)
         assert done.size == (tmp_path / "backup.sqlite3").stat().st_size > 0
@@ -220,6 +221,7 @@ def test_the_shipped_migrations_keep_the_names_existing_databases_recorded() -> 
         ("0003_daily_counts", "core"),
         ("0004_escalation_seq", "core"),
         ("0005_session_crisis_track", "core"),
+        ("0006_job_runs", "core"),
         ("0010_updates", "telegram"),
         ("0011_message_ids", "telegram"),
         ("0012_told_groups", "telegram"),

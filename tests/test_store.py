@@ -135,6 +135,11 @@ class TestEscalationLogContract:
         assert [e.id for e in await store.escalations()] == ["waiting"]
         assert await store.all_counts() == {("1970-01-02", "escalations.crisis.suicidal"): 1}
 
+    async def test_a_jobs_run_is_claimed_once_even_by_tasks_at_once(self, store: Store) -> None:
+        claims = await asyncio.gather(*(store.claim_run("retention:2027-01-15", 10.0 + n) for n in range(8)))
+        assert sorted(claims) == [False] * 7 + [True]
+        assert await store.claim_run("retention:2027-01-16", 20.0) is True
+
     async def test_daily_counts_add_up_per_day(self, store: Store) -> None:
         await store.add_counts({("2026-11-29", "messages"): 3, ("2026-11-30", "messages"): 1})
         await store.add_counts({("2026-11-29", "messages"): 2, ("2026-11-29", "fallbacks"): 1})

@@ -45,6 +45,9 @@ async def test_start_registers_the_command_menu_and_welcomes_neutrally(tg: Runni
     assert "automated bot" in welcome.text and "/privacy" in welcome.text and "/crisis" in welcome.text
     assert welcome.callbacks and all(data.startswith("topic:") for data in welcome.callbacks)
     assert welcome.protect_content
+    assert tg.api.description is not None and tg.api.short_description is not None
+    for line in (tg.api.description, tg.api.short_description):  # seen before Start, maybe on a shared phone
+        assert not NEUTRAL_WORDS.search(line) and "unhooked" not in line.lower()
     [call] = tg.api.requests("sendMessage", ALICE)
     assert call.params["parse_mode"] == "HTML"
 
@@ -128,6 +131,19 @@ async def test_crisis_command_gives_every_resource_any_time(tg: Running) -> None
     assert not NEUTRAL_WORDS.search(reply.text.splitlines()[0])
     for fact in ("911", "988", "1-800-799-7233", "AYUDA", "Samaritans 116 123", "automated bot"):
         assert fact in reply.text
+    assert await tg.store.escalations() == []
+    assert not reply.protect_content  # the card can be forwarded to a friend; every other message is protected
+
+
+async def test_crisis_command_in_a_group_gets_the_card_only_and_nothing_is_recorded(tg: Running) -> None:
+    tg.api.send(ALICE, "/crisis@unhooked_bot", chat_id=GROUP)
+    await tg.settle()
+    [card] = tg.api.sent(GROUP)
+    assert card.text.startswith("Here is who you can reach, any time.") and "988" in card.text
+    assert not card.protect_content
+    assert await tg.store.tell_group_once(tg.bot.replies.key(GROUP), 0.0) is True  # the notice was not recorded
+    await tg.bot.engine.sessions.flush()
+    assert await tg.store.load_session(tg.bot.replies.key(ALICE)) is None
     assert await tg.store.escalations() == []
 
 

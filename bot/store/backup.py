@@ -32,6 +32,7 @@ TABLE_COUNTS = {
     "updates": "SELECT COUNT(*) FROM updates",
     "message_ids": "SELECT COUNT(*) FROM message_ids",
     "told_groups": "SELECT COUNT(*) FROM told_groups",
+    "job_runs": "SELECT COUNT(*) FROM job_runs",
 }
 """A row count for every table of the bot's data (``_migrations`` aside: a backup lists the migrations themselves).
 A migration that adds a table adds it here; a test compares this with the tables the migrations create."""

@@ -116,6 +116,13 @@ class EscalationLog(ABC):
         """Every anonymous daily counter from ``first_day`` on (all days for ``None``), by (day, name)."""
 
     @abstractmethod
+    async def claim_run(self, name: str, at: float) -> bool:
+        """Claim the run of a once-a-period job (``retention:2026-11-29``); ``True`` only for the first claim.
+
+        Every process on the database sees the same claims, so of several replicas exactly one gets each run.
+        """
+
+    @abstractmethod
     async def purge(self, before: float, *, keep_unacked: bool = False) -> Purged:
         """Fold escalations older than ``before`` into anonymous daily counts, delete them and idle sessions.
 

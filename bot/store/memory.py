@@ -40,6 +40,7 @@ class MemoryStore(Store):
         self._updates: dict[int, _Update] = {}
         self._message_ids: dict[tuple[str, int], float] = {}
         self._told_groups: dict[str, float] = {}
+        self._job_runs: dict[str, float] = {}
 
     async def open(self) -> None:
         """Nothing to open."""
@@ -173,6 +174,12 @@ class MemoryStore(Store):
         for key in gone:
             del self._message_ids[key]
         return len(gone)
+
+    async def claim_run(self, name: str, at: float) -> bool:
+        if name in self._job_runs:
+            return False
+        self._job_runs[name] = at
+        return True
 
     async def tell_group_once(self, group_key: str, at: float) -> bool:
         if group_key in self._told_groups:

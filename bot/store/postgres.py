@@ -317,6 +317,13 @@ class PostgresStore(Store):
         async with self._connection("purge old message ids") as connection:
             return _count(await connection.execute("DELETE FROM message_ids WHERE at < $1", before))
 
+    async def claim_run(self, name: str, at: float) -> bool:
+        async with self._connection("claim a job's run") as connection:
+            status = await connection.execute(
+                "INSERT INTO job_runs (name, claimed_at) VALUES ($1, $2) ON CONFLICT DO NOTHING", name, at
+            )
+        return _count(status) == 1
+
     async def tell_group_once(self, group_key: str, at: float) -> bool:
         async with self._connection("remember a group") as connection:
             status = await connection.execute(

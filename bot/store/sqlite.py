@@ -382,6 +382,13 @@ class SqliteStore(Store):
             return cursor.rowcount
 
     @_shielded
+    async def claim_run(self, name: str, at: float) -> bool:
+        async with self._guard("claim a job's run"), self._transaction():
+            cursor = await self.db.execute(
+                "INSERT OR IGNORE INTO job_runs (name, claimed_at) VALUES (?, ?)", (name, at)
+            )
+            return cursor.rowcount == 1
+
     async def tell_group_once(self, group_key: str, at: float) -> bool:
         async with self._guard("remember a group"), self._transaction():
             cursor = await self.db.execute(

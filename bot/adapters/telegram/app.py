@@ -28,6 +28,7 @@ from telegram.ext import (
 from telegram.warnings import PTBUserWarning
 
 from bot.adapters.telegram import health as telegram_health
+from bot.adapters.telegram import texts
 from bot.adapters.telegram.health import ACCESS, TELEGRAM, TelegramMetrics
 from bot.adapters.telegram.inbound import ALLOWED_UPDATES, Intake, Journal, poll, until_stopped
 from bot.adapters.telegram.lanes import Lanes, words_of
@@ -386,13 +387,18 @@ async def _refused(bot: TelegramBot, stop: asyncio.Event) -> None:
 async def _prepare(
     bot: Bot, telegram: TelegramSettings, intake: Intake, server: HttpServer | None, stop: asyncio.Event
 ) -> bool:
-    """The command menu, what the last run left unanswered, then the webhook (or none, to poll).
+    """The command menu and the neutral descriptions, what the last run left unanswered, then the webhook.
 
     Returns ``False`` if a stop came first. The leftovers are queued before any new update is fetched:
     the webhook's route is added to the (already serving) HTTP server only after them.
     """
     commands = [BotCommand(name, description) for name, description in COMMANDS]
     if await until_stopped(stop, bot.set_my_commands(commands)):
+        return False
+    described = asyncio.gather(
+        bot.set_my_description(texts.DESCRIPTION), bot.set_my_short_description(texts.SHORT_DESCRIPTION)
+    )
+    if await until_stopped(stop, described):
         return False
     await intake.replay(bot)
     if server is None:

@@ -14,13 +14,19 @@ from telegram.ext import ContextTypes
 from bot.adapters.telegram import texts
 from bot.adapters.telegram.inbound import STORE_TIMEOUT
 from bot.adapters.telegram.outbound import CRISIS
-from bot.adapters.telegram.render import forget_buttons, plain, topic_buttons
+from bot.adapters.telegram.render import crisis_card, forget_buttons, plain, topic_buttons
 from bot.adapters.telegram.replies import CHANNEL, Replies, Turn
 from bot.errors import StoreError
 from bot.models import Detection, Level, ReplyKind, Suggestion
 from bot.store import TelegramJournal
 
 log = logging.getLogger("unhooked.telegram")
+
+
+def _is_crisis_command(update: Update) -> bool:
+    """Whether a new message is ``/crisis`` (or ``/crisis@thebot``, as groups send commands)."""
+    text = update.message.text if update.message is not None else None
+    return bool(text) and text.split(maxsplit=1)[0].split("@", 1)[0].lower() == "/crisis"
 
 
 class People:
@@ -68,10 +74,11 @@ class People:
         if chat is None or chat.id == self.replies.telegram.operator_chat_id:
             return
         detection = self._screen(update)
-        if detection is not None and detection.level.rank >= Level.CRISIS.rank:
+        if _is_crisis_command(update) or (detection is not None and detection.level.rank >= Level.CRISIS.rank):
             # The crisis screen outranks the silence. The engine's crisis reply would speak to one person
-            # in front of others, so the group gets the neutral resources card; nothing is stored.
-            await self.replies.send(update, [plain(texts.CRISIS)], CRISIS, ReplyKind.CRISIS.value)
+            # in front of others, so the group gets the neutral resources card; nothing is stored. /crisis
+            # asked in a group gets the same card, and nothing is stored either.
+            await self.replies.send(update, [crisis_card()], CRISIS, ReplyKind.CRISIS.value)
             return
         if update.edited_message is not None:
             return
@@ -109,7 +116,7 @@ class People:
 
     async def on_crisis(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Crisis resources, whenever asked, ahead of every other reply."""
-        await self.replies.send(update, [plain(texts.CRISIS)], CRISIS)
+        await self.replies.send(update, [crisis_card()], CRISIS)
 
     async def on_privacy(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """What is stored, for how long, and how to delete it."""

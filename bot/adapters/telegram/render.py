@@ -25,6 +25,8 @@ class Outgoing:
 
     html: str
     buttons: InlineKeyboardMarkup | None = None
+    forwardable: bool = False
+    """Sent without ``protect_content`` whatever the setting: the crisis card, so a person can pass it on."""
 
 
 def units(text: str) -> int:
@@ -91,6 +93,11 @@ def render(reply: Reply) -> list[Outgoing]:
 def plain(text: str, buttons: InlineKeyboardMarkup | None = None) -> Outgoing:
     """One of the bot's own lines, escaped."""
     return Outgoing(html.escape(text, quote=False), buttons)
+
+
+def crisis_card() -> Outgoing:
+    """Who to call or text: the one message sent forwardable, so the hotlines can go to a friend."""
+    return Outgoing(html.escape(texts.CRISIS, quote=False), forwardable=True)
 
 
 def forget_buttons() -> InlineKeyboardMarkup:

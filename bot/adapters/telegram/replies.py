@@ -105,7 +105,7 @@ class Replies:
                 "text": message.html,
                 "parse_mode": ParseMode.HTML,
                 "reply_markup": message.buttons,
-                "protect_content": self.telegram.protect_content,
+                "protect_content": self.telegram.protect_content and not message.forwardable,
                 "link_preview_options": NO_PREVIEW,
             },
             rate_limit_args=how,

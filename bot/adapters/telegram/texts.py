@@ -103,4 +103,11 @@ NO_LOCATION = (
     "If you are in danger, /crisis shows who you can call or text."
 )
 GROUP = "Hello. I only talk in private chats: open a chat with me and press Start."
+DESCRIPTION = (
+    "A quiet place to read and talk things through, any time. Press Start to begin; "
+    "/privacy says what is kept and /forget deletes it."
+)
+"""The "What can this bot do?" screen before Start: neutral, as someone glancing at a shared phone may read it."""
+SHORT_DESCRIPTION = "A quiet place to read and talk things through."
+"""The line on the bot's profile and in shared links."""
 ACKNOWLEDGE = "Acknowledge"
