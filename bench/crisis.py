@@ -10,10 +10,8 @@ The operators' chat answers 429 beyond ``operator_limit`` messages a minute, as 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
-import signal
 import sys
 import tempfile
 import time
@@ -22,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.engine import percentile
-from bench.telegram import OPERATORS, SECRET, TimedApi
+from bench.telegram import OPERATORS, SECRET, TimedApi, stop
 from tests.fake_bot_api import ApiError
 
 FIRST_PERSON = 800_000
@@ -107,13 +105,7 @@ async def run_once(
                 await asyncio.sleep(spacing)
             await api.until(lambda: all(api.arrivals.get(who) for who in queued), 600, process)
         finally:
-            process.send_signal(signal.SIGTERM)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(30):
-                    await process.wait()
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
+            await stop(process)
         last = max(api.arrivals[who][0] for who in queued)
         latencies = sorted(api.arrivals[who][0] - at for who, at in queued.items())
         others = sum(

@@ -36,8 +36,11 @@ def write_lock(database: Path) -> Iterator[subprocess.Popen[str]]:
 
 @contextlib.asynccontextmanager
 async def running(api: FakeBotApi, tmp_path: Path, name: str) -> AsyncIterator[asyncio.subprocess.Process]:
+    """The bot as a process, once it has answered a first message (so its database exists)."""
     process = await start(api, tmp_path, name)
     try:
+        api.send(1, "hello")
+        await api.wait_sent(1, len(api.sent(1)) + 1, timeout=30)
         yield process
     finally:
         if process.returncode is None:
@@ -55,8 +58,6 @@ async def test_a_batch_the_locked_journal_did_not_take_is_not_confirmed_and_surv
 ) -> None:
     database = tmp_path / "data" / "bot.sqlite3"
     async with running(api, tmp_path, "first") as first:
-        api.send(1, "hello")
-        await api.wait_sent(1, 1, timeout=30)
         with write_lock(database):
             api.hold("sendMessage")  # the replies do not reach Telegram before the kill
             ids = [api.send(person, "hello") for person in PEOPLE]
@@ -85,8 +86,6 @@ async def test_with_the_lock_held_and_no_kill_each_update_is_answered_once_and_j
 ) -> None:
     database = tmp_path / "data" / "bot.sqlite3"
     async with running(api, tmp_path, "only") as bot:
-        api.send(1, "hello")
-        await api.wait_sent(1, 1, timeout=30)
         with write_lock(database):
             ids = [api.send(person, "hello") for person in PEOPLE]
             ids += [api.send(person, "I want to die") for person in IN_CRISIS]
