@@ -293,13 +293,7 @@ async def one_run(bot: str, plan: Plan, rate: float, concurrency: int, folder: P
             await process.wait()
             sys.stderr.write((folder / "bot.log").read_text(errors="replace")[-3000:])
             raise
-        process.send_signal(signal.SIGTERM)
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(30):
-                await process.wait()
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        await stop(process)
         burst = _window(api, plan, queued, {who: (0, count) for who, count in burst_counts.items()})
         paced = _window(api, plan, queued, {who: (burst_counts.get(who, 0), 1 << 30) for who in queued})
         return Run(
@@ -313,6 +307,17 @@ async def one_run(bot: str, plan: Plan, rate: float, concurrency: int, folder: P
             cpu_seconds=round(cpu, 2),
             delivery=delivery(api, plan.expected),
         )
+
+
+async def stop(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM, up to 30 s to finish, then SIGKILL."""
+    process.send_signal(signal.SIGTERM)
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(30):
+            await process.wait()
+    if process.returncode is None:
+        process.kill()
+        await process.wait()
 
 
 def _replies_of(plan: Plan, first_messages: int) -> int:

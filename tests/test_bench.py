@@ -87,3 +87,19 @@ def test_bench_telegram_help_has_an_example() -> None:
         [sys.executable, "-m", "bench", "telegram", "--help"], capture_output=True, text=True, cwd=REPO, check=True
     )
     assert "python -m bench telegram" in result.stdout
+
+
+def test_the_crisis_benchmark_runs_and_reports_json() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "crisis", "--backlog", "60", "--crisis", "3", "--spacing", "0.05", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["crisis"] == 3 and report["backlog"] == 60
+    assert 0 < report["latency_s"]["p50"] <= report["latency_s"]["p99"] <= report["latency_s"]["max"]
+    assert report["operator_alerts"] >= 1

@@ -85,7 +85,14 @@ async def test_polling_with_a_port_serves_health_and_metrics(api: FakeBotApi, tm
         await tg.settle()
         status, body = await health(tg)
         assert status == 200 and body["status"] == "ok"
-        assert set(body["checks"]) == {"process", STORE, CONTENT, MODEL, telegram_health.TELEGRAM}
+        assert set(body["checks"]) == {
+            "process",
+            STORE,
+            CONTENT,
+            MODEL,
+            telegram_health.TELEGRAM,
+            telegram_health.ACCESS,
+        }
         assert body["checks"][CONTENT]["intents"] == len(tg.bot.engine.catalog.intents)
         status, kind, text = await get(tg, "/metrics")
         assert status == 200 and kind.startswith("text/plain; version=0.0.4")

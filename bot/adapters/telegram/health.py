@@ -22,6 +22,8 @@ from bot.metrics import Registry
 
 TELEGRAM = "telegram"
 """The health check of the link to Telegram."""
+ACCESS = "token"
+"""The health check of the bot's token: refused by Telegram, or used by another instance too. No grace."""
 LINK_GRACE = 60.0
 """Seconds sending or polling may keep failing before health reports it: Telegram's 429s and brief outages
 are normal and waited out; a minute of nothing getting through is not."""
