@@ -161,6 +161,7 @@ class TelegramBot:
         frames = "".join(traceback.format_tb(error.__traceback__)) if error is not None else ""
         update_id = update.update_id if isinstance(update, Update) else None
         log.error("update %s: %s in a handler\n%s", update_id, type(error).__name__, frames.rstrip())
+        self.engine.metrics.handler_errors.inc(TELEGRAM)
         if isinstance(update, Update) and update.effective_chat and update.effective_chat.type == ChatType.PRIVATE:
             try:
                 await self.replies.send(update, [plain(APOLOGY)], kind=ReplyKind.NOTICE.value)
@@ -246,7 +247,7 @@ async def run_telegram(
     try:
         async with running_service(settings, store, alerter, content_alert, metrics=metrics) as service:
             engine = service.engine
-            watched = TelegramMetrics(metrics.registry, engine.faults)
+            watched = TelegramMetrics(metrics, engine.faults)
             sender.watch(watched)
             journal = Journal(service.store, metrics=metrics, faults=engine.faults)
             bot = TelegramBot(engine, settings, telegram, application, journal, service.store, metrics=watched)
