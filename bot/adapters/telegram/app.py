@@ -30,7 +30,7 @@ from bot.adapters.telegram import health as telegram_health
 from bot.adapters.telegram import texts
 from bot.adapters.telegram.health import TELEGRAM, TelegramMetrics
 from bot.adapters.telegram.inbound import ALLOWED_UPDATES, Intake, Journal, Lanes, poll, until_stopped
-from bot.adapters.telegram.operators import Operators, telegram_alerter, telegram_content_alert
+from bot.adapters.telegram.operators import Operators, telegram_alerter, telegram_content_alert, telegram_reminder
 from bot.adapters.telegram.outbound import Sender
 from bot.adapters.telegram.people import People
 from bot.adapters.telegram.render import plain
@@ -236,6 +236,7 @@ async def run_telegram(
     operators = telegram.operator_chat_id
     alerter = telegram_alerter(application, operators) if operators else None
     content_alert = telegram_content_alert(application, operators) if operators else None
+    reminder = telegram_reminder(application, operators) if operators else None
     try:
         if await until_stopped(stop, application.initialize()):
             return 0
@@ -245,7 +246,9 @@ async def run_telegram(
         ) from None
     metrics = Metrics()
     try:
-        async with running_service(settings, store, alerter, content_alert, metrics=metrics) as service:
+        async with running_service(
+            settings, store, alerter, content_alert, metrics=metrics, reminder=reminder
+        ) as service:
             engine = service.engine
             watched = TelegramMetrics(metrics, engine.faults)
             sender.watch(watched)

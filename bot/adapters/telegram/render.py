@@ -129,6 +129,12 @@ def alert(escalation: Escalation) -> Outgoing:
     return Outgoing("\n".join(lines), InlineKeyboardMarkup([[button]]))
 
 
+def reminder(escalation: Escalation, number: int, of: int) -> Outgoing:
+    """A reminder of an alert nobody acknowledged: which reminder it is, then the alert with its button."""
+    first = alert(escalation)
+    return Outgoing(f"<b>Reminder {number} of {of}: not acknowledged yet</b>\n{first.html}", first.buttons)
+
+
 def acknowledged(escalation: Escalation) -> str:
     """The alert once acknowledged: the same lines, and who acknowledged it when (no button)."""
     by = html.escape(escalation.acked_by or "someone")
