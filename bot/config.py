@@ -18,6 +18,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 MIN_SECRET_CHARS = 16
 Number = TypeVar("Number", int, float)
 DEFAULT_RETENTION_DAYS = 30
+DEFAULT_REALERT_MINUTES = 15
+DEFAULT_REALERT_TIMES = 3
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
@@ -116,6 +118,11 @@ class Settings:
     """How often a running bot looks for edited content files (``UNHOOKED_RELOAD_SECONDS``); 0 turns it off."""
     retention_days: int = DEFAULT_RETENTION_DAYS
     """Days escalation details and idle sessions are kept before ``purge`` (``UNHOOKED_RETENTION_DAYS``)."""
+    realert_minutes: float = DEFAULT_REALERT_MINUTES
+    """Minutes an imminent escalation waits unacknowledged before the operators' chat is reminded, and between
+    reminders (``UNHOOKED_REALERT_MINUTES``); 0 sends no reminders."""
+    realert_times: int = DEFAULT_REALERT_TIMES
+    """At most this many reminders per escalation (``UNHOOKED_REALERT_TIMES``)."""
     escalation_excerpts: bool = False
     """Whether escalation records keep a redacted excerpt of the message (``UNHOOKED_ESCALATION_EXCERPTS``)."""
     meaning_model: str | None = None
@@ -171,6 +178,10 @@ class Settings:
             meaning_model=meaning_model,
             reload_seconds=_seconds(env, "UNHOOKED_RELOAD_SECONDS", cls.reload_seconds),
             retention_days=_positive_int(env, "UNHOOKED_RETENTION_DAYS", DEFAULT_RETENTION_DAYS),
+            realert_minutes=_number(
+                env, "UNHOOKED_REALERT_MINUTES", DEFAULT_REALERT_MINUTES, int, "a whole number of minutes", zero="off"
+            ),
+            realert_times=_positive_int(env, "UNHOOKED_REALERT_TIMES", DEFAULT_REALERT_TIMES),
             escalation_excerpts=_flag(env, "UNHOOKED_ESCALATION_EXCERPTS"),
             crisis_model=crisis_model,
         )

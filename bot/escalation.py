@@ -8,13 +8,14 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
 from bot.logs import FIELDS
 from bot.metrics import LEVELS, Metrics
-from bot.models import Escalation
+from bot.models import Escalation, Level
 from bot.spool import Spool
 from bot.store import EscalationLog, LocalLocks, Locks, run_once
 from bot.store.codec import to_record
@@ -39,6 +40,22 @@ class Alerter(Protocol):
     """Tells operators about escalations, several in one message; raises if the alert could not be delivered."""
 
     def __call__(self, escalations: Sequence[Escalation]) -> Awaitable[None]: ...
+
+
+class Reminder(Protocol):
+    """Reminds operators of an unacknowledged imminent escalation (reminder ``number`` of ``of``); raises if unsent."""
+
+    def __call__(self, escalation: Escalation, number: int, of: int) -> Awaitable[None]: ...
+
+
+@dataclass(frozen=True)
+class Reminders:
+    """Re-alerts of imminent escalations nobody acknowledged: one each ``every`` seconds, at most ``times``."""
+
+    send: Reminder
+    every: float
+    """Seconds from the escalation (then from the last reminder) to the next reminder; 0 sends none."""
+    times: int
 
 
 def log_fields(escalation: Escalation) -> dict[str, object]:
@@ -66,8 +83,10 @@ class Escalator:
         metrics: Metrics | None = None,
         faults: Faults | None = None,
         locks: Locks | None = None,
+        reminders: Reminders | None = None,
     ) -> None:
         self.store = store
+        self.reminders = reminders
         self.locks = locks or LocalLocks()
         """Keeps replicas on one database from replaying the spool, or sending owed alerts, at once."""
         self.spool = spool
@@ -198,11 +217,51 @@ class Escalator:
         self._unacked = {level: [e.at for e in found if e.level.value == level] for level in LEVELS}
         return found
 
+    async def remind(self) -> int:
+        """Remind operators of imminent escalations unacknowledged for ``reminders.every``; return how many went.
+
+        An escalation whose first alert is still owed waits for it; each reminder sent is recorded in the store
+        (``record_reminder``), so the next pass, on this replica or another, counts it.
+        """
+        if self.reminders is None or self.reminders.every <= 0:
+            return 0
+        every, times = self.reminders.every, self.reminders.times
+        try:
+            waiting = await self.store.escalations(level=Level.IMMINENT, unacked=True)
+            sent = await self.store.unacked_reminders()
+        except StoreError as error:
+            log.error("cannot read unacknowledged escalations for reminders: %s", error)
+            return 0
+        reminded = 0
+        for escalation in waiting:
+            before = sent.get(escalation.id, [])
+            if escalation.alerted_at is None or len(before) >= times:
+                continue
+            if self._clock() - (before[-1] if before else escalation.at) < every:
+                continue
+            number = len(before) + 1
+            try:
+                await self.reminders.send(escalation, number, times)
+            except Exception as error:
+                self.metrics.reminders.inc("failed")
+                log.warning(
+                    "reminder for escalation %s not delivered (%s); will retry", escalation.id, type(error).__name__
+                )
+                continue
+            self.metrics.reminders.inc("sent")
+            reminded += 1
+            try:
+                await self.store.record_reminder(escalation.id, number, self._clock())
+            except StoreError as error:
+                log.error("reminder for escalation %s delivered but not recorded: %s", escalation.id, error)
+        return reminded
+
     async def retry_forever(self, every: float = RETRY_EVERY) -> None:
-        """Every ``every`` seconds until cancelled: replay the spool, deliver owed alerts (each by one replica)."""
+        """Every ``every`` seconds until cancelled: replay the spool, deliver owed alerts, remind (one replica each)."""
         while True:
             await run_once(self.locks, "spool-replay", self.replay_spool)
             await run_once(self.locks, "owed-alerts", self.deliver_owed)
+            await run_once(self.locks, "reminders", self.remind)
             await self.refresh_unacked()
             await asyncio.sleep(every)
 

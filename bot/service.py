@@ -14,7 +14,7 @@ from bot.config import Settings
 from bot.crisis import MODEL, CrisisScreen
 from bot.engine import Engine
 from bot.errors import ConfigError, SchemaError, StoreError
-from bot.escalation import Alerter, Escalator
+from bot.escalation import Alerter, Escalator, Reminder, Reminders
 from bot.health import CONTENT, STORE, Faults, Health, describe
 from bot.lint import check_content
 from bot.meaning import vectors_for
@@ -81,6 +81,7 @@ async def running_service(
     content_alert: ContentAlert | None = None,
     metrics: Metrics | None = None,
     meaning_first: bool = False,
+    reminder: Reminder | None = None,
 ) -> AsyncIterator[Service]:
     """An engine over the configured content and store, with that store, closed cleanly on exit.
 
@@ -93,7 +94,9 @@ async def running_service(
     Once a UTC day the bot purges what is past ``settings.retention_days`` (``bot.retention``), claimed in
     the store so one of several replicas sharing a database does it.
     The examples are embedded for meaning-based matching in the background (rapidfuzz answers alone
-    until they are), or before the service is handed out with ``meaning_first``.
+    until they are), or before the service is handed out with ``meaning_first``. ``reminder`` re-alerts
+    operators of an imminent escalation nobody acknowledged (``settings.realert_minutes``, at most
+    ``settings.realert_times``).
     """
     floor()  # the bot does not start without a floor to screen with: FloorError says so in a sentence
     metrics = metrics or Metrics()
@@ -108,7 +111,8 @@ async def running_service(
     """The service opens the database itself: the examples' vectors may be kept beside it (not for a try-out)."""
     spool = Spool(settings.spool_path) if settings.spool_path and store is None else None
     store = await _open(store or open_store(settings.database), spool, faults)
-    escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults, locks=store.locks)
+    reminders = Reminders(reminder, settings.realert_minutes * 60, settings.realert_times) if reminder else None
+    escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults, locks=store.locks, reminders=reminders)
     screen = CrisisScreen(settings.crisis_model, faults=faults, metrics=metrics)
     metrics.crisis_model_loaded.set(1 if screen.model is not None else 0)
     engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts, screen=screen)

@@ -111,6 +111,31 @@ async def test_polling_with_a_port_serves_health_and_metrics(api: FakeBotApi, tm
         assert (await get(tg, "/nothing-here"))[0] == 404
 
 
+async def test_the_adapters_series_start_at_zero_and_handler_errors_are_counted(
+    api: FakeBotApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_bot(api, tmp_path, http_port=free_port()) as tg:
+        samples = parse((await get(tg, "/metrics"))[2])
+        assert samples["unhooked_messages_total"] == {'{channel="telegram"}': 0.0}
+        assert samples["unhooked_telegram_errors_total"]['{method="sendMessage",kind="server_error"}'] == 0.0
+        assert samples["unhooked_telegram_errors_total"]['{method="getUpdates",kind="network"}'] == 0.0
+        assert samples["unhooked_telegram_retries_total"] == {
+            '{method="sendMessage"}': 0.0,
+            '{method="getUpdates"}': 0.0,
+        }
+        assert samples["unhooked_store_errors_total"]['{operation="journal_write"}'] == 0.0
+        assert samples["unhooked_store_errors_total"]['{operation="journal_mark"}'] == 0.0
+        assert samples["unhooked_handler_errors_total"]['{part="telegram"}'] == 0.0
+
+        async def broken(incoming: object) -> None:
+            raise RuntimeError("a bug")
+
+        monkeypatch.setattr(tg.bot.engine, "handle", broken)
+        api.send(ALICE, "hello")
+        await tg.settle()
+        assert counted((await get(tg, "/metrics"))[2])["unhooked_handler_errors_total"] == {'{part="telegram"}': 1.0}
+
+
 async def test_polling_without_a_port_opens_no_server(tg: Running) -> None:
     assert tg.server is None
 

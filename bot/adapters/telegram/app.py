@@ -32,7 +32,7 @@ from bot.adapters.telegram import texts
 from bot.adapters.telegram.health import ACCESS, TELEGRAM, TelegramMetrics
 from bot.adapters.telegram.inbound import ALLOWED_UPDATES, Intake, Journal, poll, until_stopped
 from bot.adapters.telegram.lanes import Lanes, words_of
-from bot.adapters.telegram.operators import Operators, telegram_alerter, telegram_content_alert
+from bot.adapters.telegram.operators import Operators, telegram_alerter, telegram_content_alert, telegram_reminder
 from bot.adapters.telegram.outbound import Sender
 from bot.adapters.telegram.people import People
 from bot.adapters.telegram.render import plain
@@ -180,6 +180,7 @@ class TelegramBot:
         frames = "".join(traceback.format_tb(error.__traceback__)) if error is not None else ""
         update_id = update.update_id if isinstance(update, Update) else None
         log.error("update %s: %s in a handler\n%s", update_id, type(error).__name__, frames.rstrip())
+        self.engine.metrics.handler_errors.inc(TELEGRAM)
         if isinstance(update, Update) and update.effective_chat and update.effective_chat.type == ChatType.PRIVATE:
             try:
                 await self.replies.send(update, [plain(APOLOGY)], kind=ReplyKind.NOTICE.value)
@@ -265,6 +266,7 @@ async def run_telegram(
     operators = telegram.operator_chat_id
     alerter = telegram_alerter(application, operators) if operators else None
     content_alert = telegram_content_alert(application, operators) if operators else None
+    reminder = telegram_reminder(application, operators) if operators else None
     try:
         if await until_stopped(stop, application.initialize()):
             return 0
@@ -274,9 +276,11 @@ async def run_telegram(
         ) from None
     metrics = Metrics()
     try:
-        async with running_service(settings, store, alerter, content_alert, metrics=metrics) as service:
+        async with running_service(
+            settings, store, alerter, content_alert, metrics=metrics, reminder=reminder
+        ) as service:
             engine = service.engine
-            watched = TelegramMetrics(metrics.registry, engine.faults)
+            watched = TelegramMetrics(metrics, engine.faults)
             sender.watch(watched)
             journal = Journal(service.store, metrics=metrics, faults=engine.faults)
             bot = TelegramBot(

@@ -11,11 +11,11 @@ from telegram.error import BadRequest
 from telegram.ext import Application, ContextTypes
 
 from bot.adapters.telegram.outbound import ALERT
-from bot.adapters.telegram.render import acknowledged, acknowledged_note, alerts, plain
+from bot.adapters.telegram.render import acknowledged, acknowledged_note, alerts, plain, reminder
 from bot.adapters.telegram.replies import Replies
 from bot.config import Settings
 from bot.errors import StoreError
-from bot.escalation import Alerter
+from bot.escalation import Alerter, Reminder
 from bot.models import Escalation
 from bot.reload import ContentAlert, Reload, reload_content_async
 from bot.sessions import day_of
@@ -128,3 +128,13 @@ def telegram_alerter(application: Application, chat_id: int) -> Alerter:
         await application.bot.send_message(chat_id, message.html, reply_markup=message.buttons, rate_limit_args=ALERT)
 
     return send_alert
+
+
+def telegram_reminder(application: Application, chat_id: int) -> Reminder:
+    """Reminders of unacknowledged imminent escalations to the operators' chat, with the Acknowledge button."""
+
+    async def send_reminder(escalation: Escalation, number: int, of: int) -> None:
+        message = reminder(escalation, number, of)
+        await application.bot.send_message(chat_id, message.html, reply_markup=message.buttons, rate_limit_args=ALERT)
+
+    return send_reminder

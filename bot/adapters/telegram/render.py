@@ -145,6 +145,12 @@ def _alert_lines(escalation: Escalation) -> list[str]:
     return lines
 
 
+def reminder(escalation: Escalation, number: int, of: int) -> Outgoing:
+    """A reminder of an alert nobody acknowledged: which reminder it is, then the alert with its button."""
+    first = alert(escalation)
+    return Outgoing(f"<b>Reminder {number} of {of}: not acknowledged yet</b>\n{first.html}", first.buttons)
+
+
 def acknowledged(escalation: Escalation) -> str:
     """The alert once acknowledged: the same lines, and who acknowledged it when (no button)."""
     return f"{alert(escalation).html}\n\n{acknowledged_note(escalation)}"
