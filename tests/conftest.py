@@ -78,10 +78,14 @@ def _pg_unavailable() -> str | None:
     return None
 
 
+PG_PARAMETERS = ("backend", "telegram_db")
+"""The fixtures whose ``postgres`` parameter needs the server."""
+
+
 def _uses_pg(item: pytest.Item) -> bool:
     callspec = getattr(item, "callspec", None)
     return "pg_server" in getattr(item, "fixturenames", ()) or (
-        callspec is not None and callspec.params.get("backend") == "postgres"
+        callspec is not None and any(callspec.params.get(name) == "postgres" for name in PG_PARAMETERS)
     )
 
 
@@ -298,9 +302,27 @@ async def api() -> AsyncIterator[FakeBotApi]:
 
 
 @pytest.fixture
-async def tg(api: FakeBotApi, tmp_path: Path) -> AsyncIterator[Running]:
-    """The real Telegram bot running against ``api``, on a fresh database."""
+def telegram_db() -> str | None:
+    """The PostgreSQL URL the Telegram bot of a test keeps its data in; ``None``: a fresh SQLite file.
+
+    A test module runs on both by overriding it with ``telegram_db_on_both``.
+    """
+    return None
+
+
+async def telegram_db_on_both(request: pytest.FixtureRequest) -> AsyncIterator[str | None]:
+    """``None`` (SQLite) for the ``sqlite`` parameter, a fresh schema of the test server for ``postgres``."""
+    if request.param != "postgres":
+        yield None
+        return
+    async with pg_schema(request.getfixturevalue("pg_server")) as url:
+        yield url
+
+
+@pytest.fixture
+async def tg(api: FakeBotApi, tmp_path: Path, telegram_db: str | None) -> AsyncIterator[Running]:
+    """The real Telegram bot running against ``api``, on a fresh database (``telegram_db``)."""
     from tests.telegram_harness import telegram_bot  # it imports this module
 
-    async with telegram_bot(api, tmp_path) as running:
+    async with telegram_bot(api, tmp_path, db_url=telegram_db) as running:
         yield running
