@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +19,7 @@ from bot.models import Incoming, Reply
 from bot.store import Store
 from bot.store.memory import MemoryStore
 from bot.store.sqlite import SqliteStore
+from tests.pg_schema import pg_schema
 
 if TYPE_CHECKING:
     from tests.fake_bot_api import FakeBotApi
@@ -130,22 +129,6 @@ async def pg_url(pg_server: str) -> AsyncIterator[str]:
     """A URL on a fresh schema of the test server, dropped afterwards: parallel runs never meet."""
     async with pg_schema(pg_server) as url:
         yield url
-
-
-@asynccontextmanager
-async def pg_schema(server: str) -> AsyncIterator[str]:
-    """A fresh schema on ``server`` for the block, as a URL whose connections use it; dropped at the end."""
-    import asyncpg
-
-    schema = f"unhooked_test_{os.getpid()}_{secrets.token_hex(4)}"
-    admin = await asyncpg.connect(server)
-    try:
-        await admin.execute(f"CREATE SCHEMA {schema}")
-        separator = "&" if "?" in server else "?"
-        yield f"{server}{separator}search_path={schema}"
-    finally:
-        await admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-        await admin.close()
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

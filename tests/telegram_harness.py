@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -23,19 +22,13 @@ from bot.store import Store
 from bot.store.memory import MemoryStore
 from tests.conftest import REPO, SECRET
 from tests.fake_bot_api import FakeBotApi, parse_html
+from tests.front import free_port
 
 OPERATORS = -1001234567890
 """The operators' chat, where escalation alerts go."""
 OPERATOR = 5555
 ADMIN = 4242
 WEBHOOK_SECRET = "webhook-secret-0123456789"  # noqa: S105 (made up for tests)
-
-
-def free_port() -> int:
-    """A port nobody listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def settings_for(tmp_path: Path, content_dir: Path = REPO, db_url: str | None = None) -> Settings:
