@@ -1,4 +1,4 @@
-"""Command line for the benchmarks: ``python -m bench engine|telegram [--json]``."""
+"""Command line for the benchmarks: ``python -m bench engine|telegram|crisis [--json]``."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ import os
 import platform
 import sqlite3
 import sys
+from dataclasses import asdict
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from bench.engine import TARGETS_MS, benchmark
+from bench.engine import TARGETS_MS, Model, benchmark
 from bot.config import default_content_dir
+from bot.meaning import vectors_for
 
 EXAMPLE = """examples:
   python -m bench engine
@@ -26,6 +28,9 @@ TELEGRAM_EXAMPLE = """examples:
   python -m bench telegram --runs 5 --messages 5000 --users 500 --json > bench/telegram.json
   python -m bench telegram --runs 1 --messages 500 --paced 100   # a quick look
   python -m bench telegram --db postgresql://postgres@127.0.0.1:5432/test --webhook --replicas 3"""
+CRISIS_EXAMPLE = """examples:
+  python -m bench crisis                                  # 3000 queued, 40 crisis messages, 25 sends/s
+  python -m bench crisis --backlog 200 --crisis 5 --json  # a quick look"""
 
 
 def machine() -> dict[str, object]:
@@ -81,6 +86,15 @@ def _parser() -> argparse.ArgumentParser:
     engine.add_argument("--runs", type=int, default=5, help="runs per size (default 5)")
     engine.add_argument("--messages", type=int, default=5000, help="messages per run (default 5000)")
     engine.add_argument("--users", type=int, default=1000, help="distinct people sending them (default 1000)")
+    engine.add_argument(
+        "--model",
+        default=None,
+        metavar="FOLDER",
+        help="the learned model for the crisis screen and meaning-based matching (default: the shipped one; `off`)",
+    )
+    engine.add_argument(
+        "--vector-cache", type=Path, metavar="FILE", help="keep the examples' vectors in FILE between runs of the bench"
+    )
     engine.add_argument("--json", action="store_true", help="print one JSON document instead of a table")
 
     telegram = commands.add_parser(
@@ -121,6 +135,28 @@ def _parser() -> argparse.ArgumentParser:
         help="Unhooked processes behind the front (default 1; above 1 needs --webhook and --db)",
     )
     telegram.add_argument("--json", action="store_true", help="print one JSON document instead of a table")
+
+    crisis = commands.add_parser(
+        "crisis",
+        help="crisis-reply latency while the bot works through a backlog, at the shipped send pacing",
+        description=(
+            "python -m bot run against a fake Bot API server: a backlog of ordinary messages queued at once, then "
+            "crisis messages from other people while it drains; reports the crisis replies' latency (p50, p99, "
+            "max), how many backlog replies went out first, and the operators' alerts (the operators' chat "
+            "answers 429 past its limit, as a Telegram group does). Needs the dev extra (aiohttp)."
+        ),
+        epilog=CRISIS_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    crisis.add_argument("--backlog", type=int, default=3000, help="ordinary messages queued first (default 3000)")
+    crisis.add_argument("--users", type=int, default=500, help="people sending the backlog (default 500)")
+    crisis.add_argument("--crisis", type=int, default=40, help="crisis messages, each from someone new (default 40)")
+    crisis.add_argument("--spacing", type=float, default=0.5, help="seconds between crisis messages (default 0.5)")
+    crisis.add_argument("--rate", type=float, default=25.0, help="UNHOOKED_SENDS_PER_SECOND (default 25, as shipped)")
+    crisis.add_argument(
+        "--operator-limit", type=int, default=20, help="messages a minute the operators' chat takes (default 20)"
+    )
+    crisis.add_argument("--json", action="store_true", help="print one JSON document instead of a sentence")
     return parser
 
 
@@ -202,12 +238,23 @@ def _engine(args: argparse.Namespace) -> int:
     info = machine()
     progress = (lambda line: print(line, file=sys.stderr)) if args.json else print
     progress(f"engine benchmark: scales {factors}, {args.runs} runs of {args.messages} messages, {args.users} people")
-    scales = benchmark(default_content_dir(), factors, args.runs, args.messages, args.users, progress)
+    model = Model(args.model, vectors_for(args.model, args.vector_cache))
+    progress(f"meaning-based matching {'on' if model.vectors else 'off'}")
+    scales = benchmark(default_content_dir(), factors, args.runs, args.messages, args.users, progress, model)
     results = [scale.summary() for scale in scales]
     if args.json:
         info["load_average_after"] = _load()
         print(
-            json.dumps({"machine": info, "command": _command(), "targets_ms": TARGETS_MS, "results": results}, indent=2)
+            json.dumps(
+                {
+                    "machine": info,
+                    "command": _command(),
+                    "targets_ms": TARGETS_MS,
+                    "meaning": model.vectors is not None,
+                    "results": results,
+                },
+                indent=2,
+            )
         )
     else:
         print()
@@ -253,6 +300,29 @@ def _telegram(args: argparse.Namespace) -> int:
     return 0 if met and all(met.values()) else 1
 
 
+def _crisis(args: argparse.Namespace) -> int:
+    from bench.crisis import benchmark as crisis_benchmark  # needs aiohttp (the dev extra)
+
+    if not _positive_counts(args.backlog, args.users, args.crisis, args.rate, args.operator_limit) or args.spacing < 0:
+        print("bench: --backlog, --users, --crisis, --rate and --operator-limit must be 1 or more, --spacing 0 or more")
+        return 2
+    info = machine()
+    result = crisis_benchmark(args.backlog, args.users, args.crisis, args.spacing, args.rate, args.operator_limit)
+    if args.json:
+        info["load_average_after"] = _load()
+        print(json.dumps({"machine": info, "command": _command(), **asdict(result)}, indent=2))
+    else:
+        latency = result.latency_s
+        print(
+            f"{result.crisis} crisis replies behind {result.backlog} queued messages at {result.sends_per_second:g}"
+            f" sends/s: p50 {latency['p50']:.2f} s, p99 {latency['p99']:.2f} s, max {latency['max']:.2f} s;"
+            f" {result.backlog_replies_before_last_crisis_reply} backlog replies went out meanwhile;"
+            f" {result.operator_alerts} operators' alerts told {result.escalations_told} escalations"
+            f" ({result.operator_429s} answered 429)"
+        )
+    return 0
+
+
 def _command() -> str:
     return "python -m bench " + " ".join(sys.argv[1:])
 
@@ -261,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run one benchmark and print its results."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, handlers=[logging.FileHandler(os.devnull)])
-    return _engine(args) if args.command == "engine" else _telegram(args)
+    commands = {"engine": _engine, "telegram": _telegram, "crisis": _crisis}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,10 @@ from pathlib import Path
 
 from bench.synthetic import Message, message_mix, scaled_content
 from bot.content import load_catalog
+from bot.crisis import CrisisScreen
 from bot.engine import Engine
 from bot.matcher import Matcher
+from bot.meaning import Vectors, index_of
 from bot.models import Incoming
 from bot.store.sqlite import SqliteStore
 
@@ -96,11 +98,13 @@ def _kind(outcome_reason: str | None, crisis: bool) -> str:
     return "answer" if outcome_reason in ("matched", "chosen") else "fallback"
 
 
-async def _one_run(root: Path, mix: list[Message], warmup: list[Message], folder: Path, number: int) -> Run:
+async def _one_run(
+    root: Path, mix: list[Message], warmup: list[Message], folder: Path, number: int, model: Model
+) -> Run:
     catalog = load_catalog(root)
     store = SqliteStore(folder / f"bench-{number}.sqlite3")
     await store.open()
-    engine = Engine(store, SECRET, catalog)
+    engine = Engine(store, SECRET, catalog, vectors=model.vectors, screen=CrisisScreen(model.folder))
     try:
         for message in warmup:
             await engine.handle(Incoming(message.user, message.text, "bench", message.topic))
@@ -144,8 +148,30 @@ async def _one_run(root: Path, mix: list[Message], warmup: list[Message], folder
     )
 
 
-def benchmark(shipped: Path, factors: list[int], runs: int, messages: int, users: int, progress=print) -> list[Scale]:
-    """Run the mix ``runs`` times on each catalogue size; ``progress`` gets one line per run."""
+@dataclass(frozen=True)
+class Model:
+    """The learned model the engine runs: its folder (``None``: the shipped one; ``off``) and the examples' vectors."""
+
+    folder: str | None = None
+    vectors: Vectors | None = None
+
+
+def benchmark(
+    shipped: Path,
+    factors: list[int],
+    runs: int,
+    messages: int,
+    users: int,
+    progress=print,
+    model: Model | None = None,
+) -> list[Scale]:
+    """Run the mix ``runs`` times on each catalogue size; ``progress`` gets one line per run.
+
+    The crisis screen runs ``model`` (the shipped one by default), and with its ``vectors`` the
+    matcher matches by meaning too; each size's examples are embedded once (in its load time).
+    """
+    model = model or Model()
+    vectors = model.vectors
     results = []
     with tempfile.TemporaryDirectory(prefix="unhooked-bench-") as scratch:
         folder = Path(scratch)
@@ -153,7 +179,7 @@ def benchmark(shipped: Path, factors: list[int], runs: int, messages: int, users
             root = scaled_content(shipped, factor, folder) if factor > 1 else shipped
             started = time.perf_counter()
             catalog = load_catalog(root)
-            Matcher(catalog.phrases())
+            Matcher(catalog.phrases(), meaning=index_of(catalog.intents.values(), vectors))
             load_seconds = time.perf_counter() - started
             mix = message_mix(catalog, messages, users)
             warmup = [
@@ -169,7 +195,7 @@ def benchmark(shipped: Path, factors: list[int], runs: int, messages: int, users
                 users,
             )
             for number in range(runs):
-                run = asyncio.run(_one_run(root, mix, warmup, folder, factor * 1000 + number))
+                run = asyncio.run(_one_run(root, mix, warmup, folder, factor * 1000 + number, model))
                 scale.runs.append(run)
                 progress(
                     f"  x{factor} run {number + 1}/{runs}: p50 {run.p50_ms:.3f} ms, p99 {run.p99_ms:.3f} ms,"

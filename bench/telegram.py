@@ -374,15 +374,7 @@ async def one_run(bot: str, plan: Plan, rate: float, concurrency: int, folder: P
                 await process.wait()
             sys.stderr.write((folder / "replica0" / "bot.log").read_text(errors="replace")[-3000:])
             raise
-        for process in processes:
-            process.send_signal(signal.SIGTERM)
-        for process in processes:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(30):
-                    await process.wait()
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
+        await asyncio.gather(*(stop(process) for process in processes))
         burst = _window(api, plan, queued, {who: (0, count) for who, count in burst_counts.items()})
         paced = _window(api, plan, queued, {who: (burst_counts.get(who, 0), 1 << 30) for who in queued})
         return Run(
@@ -397,6 +389,17 @@ async def one_run(bot: str, plan: Plan, rate: float, concurrency: int, folder: P
             delivery=delivery(api, plan.expected),
             replica_cpu_seconds=shares,
         )
+
+
+async def stop(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM, up to 30 s to finish, then SIGKILL."""
+    process.send_signal(signal.SIGTERM)
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(30):
+            await process.wait()
+    if process.returncode is None:
+        process.kill()
+        await process.wait()
 
 
 def _replies_of(plan: Plan, first_messages: int) -> int:

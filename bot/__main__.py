@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot import __version__, backups, checking, evaluate, explain, operators, safety_cli, store_cli
+from bot import __version__, backups, checking, evaluate, explain, operators, safety_cli, store_cli, understanding
 from bot.adapters.terminal import TerminalChat, stderr_alerter, stderr_content_alert
 from bot.config import Settings, TelegramSettings, log_format
 from bot.content import read_content
@@ -23,6 +23,7 @@ from bot.conversations import KNOWN_FAILURES, read_sentences
 from bot.errors import BotError, ConfigError, ContentError
 from bot.lint import TESTS_DIR
 from bot.logs import configure_logging
+from bot.meaning import vectors_for
 from bot.models import Incoming, Level
 from bot.service import existing_store, running_service
 from bot.spool import Spool
@@ -175,6 +176,8 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help=f"rewrite {KNOWN_FAILURES} to list exactly the sentences failing now (review the diff)",
     )
+    blind_help = "the frozen blind set, shown as figures only (default: tests/understanding_blind under the content)"
+    run_eval.add_argument("--blind", type=Path, metavar="DIR", help=blind_help)
     run_eval.set_defaults(handler=_eval)
 
     escalations = command("escalations", "Operators' escalation log: list, follow, acknowledge, count and export.")
@@ -307,38 +310,31 @@ def _match(args: argparse.Namespace) -> int:
     logging.getLogger("unhooked.escalations").disabled = True
 
     async def run() -> None:
-        async with running_service(settings, MemoryStore()) as service:
+        async with running_service(settings, MemoryStore(), meaning_first=True) as service:
             engine = service.engine
             for number, text in enumerate(_lines(args.text)):
                 outcome = await engine.handle(Incoming(f"match-{number}", text, "match"))
                 explained = explain.matcher_view(engine, text, outcome) if args.explain else None
+                shown = (text, outcome, explained, engine.catalog, explain.weight_of(engine))
                 sys.stdout.write(
-                    json.dumps(explain.as_json(text, outcome, explained), ensure_ascii=False) + "\n"
+                    json.dumps(explain.as_json(*shown), ensure_ascii=False) + "\n"
                     if args.json
-                    else explain.as_text(text, outcome, explained)
+                    else explain.as_text(*shown)
                 )
 
     asyncio.run(run())
     return 0
 
 
-def _here(path: Path) -> Path:
-    """``path`` relative to the working folder when it lies inside it, so problems read ``intents/x.yml:3``."""
-    try:
-        return path.resolve().relative_to(Path.cwd())
-    except ValueError:
-        return path
-
-
 def _check(args: argparse.Namespace) -> int:
-    root = _here(Settings.from_env().content_dir)
+    root = explain.here(Settings.from_env().content_dir)
     report = checking.check(root, args.tests)
     sys.stdout.write(report.as_json() if args.json else report.as_text())
     return report.exit_code(fail_on_warnings=args.fail_on_warnings)
 
 
 def _eval(args: argparse.Namespace) -> int:
-    root = _here(Settings.from_env().content_dir)
+    root = explain.here(Settings.from_env().content_dir)
     catalog, problems = read_content(root)
     if catalog is None:
         raise ContentError(problems)
@@ -349,10 +345,12 @@ def _eval(args: argparse.Namespace) -> int:
     errors = [problem for problem in problems if problem.level == "error"]
     if errors:
         raise ContentError(errors)
+    settings = Settings.from_env()
+    vectors = vectors_for(settings.meaning_folder, settings.vector_cache)
+    logging.getLogger("unhooked.escalations").disabled = True  # a try-out, as `match` is: nobody to alert
     print(f"running {len(sentences.sentences) + len(sentences.out_of_scope)} sentences...", file=sys.stderr)
-    result = asyncio.run(evaluate.evaluate(catalog, sentences))
-    rows = evaluate.sweep(catalog, result)
-    sys.stdout.write(evaluate.as_json(result, rows) if args.json else evaluate.report(result, rows))
+    result = asyncio.run(evaluate.evaluate(catalog, sentences, vectors))
+    sys.stdout.write(understanding.full_report(catalog, result, vectors, args.blind, as_json=args.json))
     if args.update_known_failures:
         text, count = evaluate.known_failures_yaml(result)
         (folder / KNOWN_FAILURES).write_text(text, encoding="utf-8")

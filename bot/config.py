@@ -18,6 +18,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 MIN_SECRET_CHARS = 16
 Number = TypeVar("Number", int, float)
 DEFAULT_RETENTION_DAYS = 30
+DEFAULT_REALERT_MINUTES = 15
+DEFAULT_REALERT_TIMES = 3
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
@@ -90,6 +92,17 @@ def secret_setting(env: Mapping[str, str], name: str) -> str | None:
     return value
 
 
+def _model_folder(env: Mapping[str, str], name: str, off: str, unset: str) -> str | None:
+    """A model setting: unset (``None``), ``off``, or a folder that exists."""
+    value = env.get(name, "").strip() or None
+    if value not in (None, "off") and not Path(value).is_dir():
+        raise ConfigError(
+            f"{name} is {value!r}, which is not a folder; set it to a folder holding crisis.onnx, tokenizer.json"
+            f" and card.json, to `off` to {off}, or unset it to use {unset}"
+        )
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the core needs to run, whatever the adapter."""
@@ -105,8 +118,15 @@ class Settings:
     """How often a running bot looks for edited content files (``UNHOOKED_RELOAD_SECONDS``); 0 turns it off."""
     retention_days: int = DEFAULT_RETENTION_DAYS
     """Days escalation details and idle sessions are kept before ``purge`` (``UNHOOKED_RETENTION_DAYS``)."""
+    realert_minutes: float = DEFAULT_REALERT_MINUTES
+    """Minutes an imminent escalation waits unacknowledged before the operators' chat is reminded, and between
+    reminders (``UNHOOKED_REALERT_MINUTES``); 0 sends no reminders."""
+    realert_times: int = DEFAULT_REALERT_TIMES
+    """At most this many reminders per escalation (``UNHOOKED_REALERT_TIMES``)."""
     escalation_excerpts: bool = False
     """Whether escalation records keep a redacted excerpt of the message (``UNHOOKED_ESCALATION_EXCERPTS``)."""
+    meaning_model: str | None = None
+    """Meaning-based matching (``UNHOOKED_MEANING_MODEL``): unset for the shipped model, ``off``, or a folder."""
     db_url: str | None = field(default=None, repr=False)
     """A PostgreSQL server (``UNHOOKED_DB=postgresql://...``) instead of the SQLite file; may hold a password."""
     pool: Pool = field(default_factory=Pool)
@@ -147,21 +167,21 @@ class Settings:
                 "UNHOOKED_DB names a PostgreSQL server, so every replica must hash ids with the same key: set "
                 "UNHOOKED_SECRET (at least 16 random characters) to the same value for each of them"
             )
-        crisis_model = env.get("UNHOOKED_CRISIS_MODEL", "").strip() or None
-        if crisis_model not in (None, "off") and not Path(crisis_model).is_dir():
-            raise ConfigError(
-                f"UNHOOKED_CRISIS_MODEL is {crisis_model!r}, which is not a folder; set it to a folder holding "
-                "crisis.onnx, tokenizer.json and card.json, to `off` to screen with the lexicon alone, "
-                "or unset it to use the shipped model"
-            )
+        crisis_model = _model_folder(env, "UNHOOKED_CRISIS_MODEL", "screen with the lexicon alone", "the shipped model")
+        meaning_model = _model_folder(env, "UNHOOKED_MEANING_MODEL", "match by rapidfuzz alone", "the screen's model")
         return cls(
             db_path=database.path,
             db_url=database.url,
             pool=pool,
             content_dir=content_dir,
             secret=secret,
+            meaning_model=meaning_model,
             reload_seconds=_seconds(env, "UNHOOKED_RELOAD_SECONDS", cls.reload_seconds),
             retention_days=_positive_int(env, "UNHOOKED_RETENTION_DAYS", DEFAULT_RETENTION_DAYS),
+            realert_minutes=_number(
+                env, "UNHOOKED_REALERT_MINUTES", DEFAULT_REALERT_MINUTES, int, "a whole number of minutes", zero="off"
+            ),
+            realert_times=_positive_int(env, "UNHOOKED_REALERT_TIMES", DEFAULT_REALERT_TIMES),
             escalation_excerpts=_flag(env, "UNHOOKED_ESCALATION_EXCERPTS"),
             crisis_model=crisis_model,
         )
@@ -177,6 +197,18 @@ class Settings:
         if str(self.db_path) == ":memory:":
             return None
         return self.db_path.parent / "escalations.spool.jsonl"
+
+    @property
+    def meaning_folder(self) -> str | None:
+        """The model that matches by meaning: ``UNHOOKED_MEANING_MODEL``, else the crisis screen's (one for both)."""
+        if self.meaning_model is not None:
+            return self.meaning_model
+        return None if self.crisis_model == "off" else self.crisis_model
+
+    @property
+    def vector_cache(self) -> Path | None:
+        """Where the examples' sentence embeddings are kept between starts; none for an in-memory database."""
+        return None if self.spool_path is None else self.db_path.parent / "example-vectors.npz"
 
     def with_db(self, db: str | None) -> Settings:
         """The same settings with another database (a ``--db`` option: a file, ``sqlite:///...`` or a URL)."""

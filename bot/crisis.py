@@ -30,8 +30,11 @@ OFF = "off"
 
 
 @lru_cache(maxsize=4)
-def _load(folder: Path | None) -> object:
-    """The model in ``folder`` (the package's own when ``None``), loaded once per process, or the error."""
+def load_model(folder: Path | None) -> object:
+    """The model in ``folder`` (the package's own when ``None``), loaded once per process, or the error.
+
+    The crisis screen and meaning-based matching (``bot.meaning``) both load through here: one model in memory.
+    """
     from bot.model.runtime import FILES, CrisisModel, ModelError
 
     try:
@@ -53,7 +56,7 @@ class CrisisScreen:
         self.model_state = OFF
         """``loaded``, ``off`` (by setting) or ``failed: ...`` (missing, corrupt or failing), for health."""
         if model != OFF:
-            loaded = _load(Path(model) if model else None)
+            loaded = load_model(Path(model) if model else None)
             if isinstance(loaded, Exception):
                 self._fail("load", f"the lexicon screens every message alone, because {describe(loaded)}")
             else:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import logging
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot import redact, safety
 from bot.content import Catalog
@@ -17,6 +18,7 @@ from bot.escalation import Escalator
 from bot.health import Faults
 from bot.lexicon import CATEGORIES
 from bot.matcher import Matcher, MatcherSettings
+from bot.meaning import MeaningIndex, Vectors, index_of
 from bot.metrics import Metrics
 from bot.models import (
     Detection,
@@ -51,6 +53,14 @@ UNSURE_BETWEEN = "I'm not sure which of these you mean. Could you pick one, or s
 WHICH_TOPIC = "Happy to go on. Which topic would you like to hear more about?"
 APOLOGY = "Sorry, something went wrong on my side. Could you try saying that again?"
 NO_CONTENT = "I can't reach my reading material right now, so I can't answer that. Please try again a little later."
+SEEN_ALL = (
+    "You have now read everything the article says {about}, so I won't repeat it as if it were new."
+    " These related topics have more:"
+)
+SEEN_EVERYTHING = (
+    "You have now read everything the article says {about}, and everything on the other topics too,"
+    " so there is nothing new I can quote."
+)
 HELD_BACK = (
     "That part of the article describes violence, so I'll leave it out for now. You can ask for it another time."
 )
@@ -83,6 +93,7 @@ class Engine:
         metrics: Metrics | None = None,
         faults: Faults | None = None,
         screen: CrisisScreen | None = None,
+        vectors: Vectors | None = None,
     ) -> None:
         self.metrics = metrics or (escalator.metrics if escalator else Metrics())
         """What operators can count (``/metrics``): messages, intents, fallbacks, escalations, latency..."""
@@ -95,6 +106,8 @@ class Engine:
         self._secret = secret
         self._clock = clock
         self._matcher_settings = matcher_settings
+        self.vectors = vectors
+        """The examples' sentence embeddings, kept across reloads; ``None`` matches by rapidfuzz alone."""
         self.catalog: Catalog | None = None
         self.matcher: Matcher | None = None
         self.screen = screen or CrisisScreen(faults=self.faults, metrics=self.metrics)
@@ -106,7 +119,7 @@ class Engine:
 
         The crisis screen always runs the floor's rules, plus the catalogue's own safety rules, plus the model.
         """
-        matcher = Matcher(catalog.phrases(), self._matcher_settings) if catalog else None
+        matcher = Matcher(catalog.phrases(), self._matcher_settings, self._meaning(catalog)) if catalog else None
         rules = floor() + catalog.safety_rules if catalog else floor()
         self.screen.use(rules)
         self.catalog, self.matcher = catalog, matcher
@@ -114,6 +127,25 @@ class Engine:
         self.metrics.serving(catalog.intents if catalog else (), categories)
         self.metrics.content_loaded.set(1 if catalog else 0)
         self.metrics.content_intents.set(len(catalog.intents) if catalog else 0)
+
+    async def learn_meaning(self, vectors: Vectors) -> None:
+        """Embed the examples on a worker thread, then match by meaning too; rapidfuzz answers alone meanwhile."""
+        try:
+            if self.catalog is not None:
+                await asyncio.to_thread(index_of, self.catalog.intents.values(), vectors)
+        except Exception:
+            log.exception("could not embed the examples; rapidfuzz matches alone")
+            return
+        self.vectors = vectors
+        self.use(self.catalog)  # the vectors are kept now: only what a reload changed meanwhile is embedded here
+
+    def _meaning(self, catalog: Catalog) -> MeaningIndex | None:
+        """The catalogue's examples by meaning (only new or changed ones are embedded), or ``None``."""
+        try:
+            return index_of(catalog.intents.values(), self.vectors)
+        except Exception:
+            log.exception("could not embed the examples; rapidfuzz matches alone until the next reload")
+            return None
 
     def user_key(self, channel: str, user_id: str) -> str:
         """The keyed hash that stands for a person everywhere the bot stores or logs anything."""
@@ -258,30 +290,55 @@ class Engine:
             if last is None:
                 return match, [Reply(WHICH_TOPIC, suggestions=self._menu(catalog, ()))]
             intent = last
-        passage = self._next_passage(catalog, intent, session, calm=calm)
-        if passage is None:
-            return match, [Reply(HELD_BACK, ReplyKind.NOTICE)]
-        return match, [self._render(catalog, passage)]
+        reply = self._next_reply(catalog, intent, session, calm=calm)
+        if match.also in catalog.intents and catalog.intents[match.also].title and match.also != intent.id:
+            also = Suggestion(match.also, catalog.intents[match.also].title or match.also)
+            rest = [s for s in reply.suggestions if s.intent != match.also]
+            reply = replace(reply, suggestions=(also, *rest)[:MAX_SUGGESTIONS])
+        return match, [reply]
 
-    @staticmethod
-    def _next_passage(catalog: Catalog, intent: Intent, session: Session, *, calm: bool) -> Passage | None:
-        """The next passage of ``intent`` this person has not seen; in a crisis turn, none that describes violence."""
+    def _next_reply(self, catalog: Catalog, intent: Intent, session: Session, *, calm: bool) -> Reply:
+        """The next passage of ``intent`` this person has not seen, or a plain word that there is none.
+
+        In a crisis turn no passage that describes violence is quoted. A quoted passage is never
+        sent again as if it were new (nor its twin under another intent's id): once every passage
+        of a topic was seen, the person is told so and offered related topics. The bot's own lines
+        (small talk) may come round again.
+        """
         allowed = list(intent.responses)
         if calm:
-            allowed = [
-                passage_id for passage_id in allowed if not safety.describes_violence(catalog.passages[passage_id].text)
-            ]
-            if not allowed:
-                return None
-        unseen = [passage_id for passage_id in allowed if passage_id not in session.shown]
-        if not unseen:
+            allowed = [pid for pid in allowed if not safety.describes_violence(catalog.passages[pid].text)]
+        seen = {catalog.passages[pid].text for pid in session.shown if pid in catalog.passages}
+        unseen = [pid for pid in allowed if catalog.passages[pid].text not in seen]
+        if not unseen and allowed and catalog.conversational(intent):
             session.shown.difference_update(allowed)
             unseen = allowed
+        if not unseen:
+            held = [pid for pid in intent.responses if pid not in allowed and catalog.passages[pid].text not in seen]
+            if held:
+                return Reply(HELD_BACK, ReplyKind.NOTICE)
+            return self._seen_all(catalog, intent, session, seen)
         passage = catalog.passages[unseen[0]]
         session.shown.add(passage.id)
         if passage.quoted:
             session.last_intent = intent.id
-        return passage
+        return self._render(catalog, passage)
+
+    def _seen_all(self, catalog: Catalog, intent: Intent, session: Session, seen: set[str]) -> Reply:
+        """Every passage of ``intent`` was seen: say so, and offer related topics with something left to read."""
+        session.last_intent = intent.id
+        related = [topic for pid in intent.responses for topic in catalog.passages[pid].follow_ups]
+        related += [topic.id for topic in catalog.menu()]
+        fresh = [
+            topic
+            for topic in dict.fromkeys(related)
+            if topic != intent.id
+            and catalog.intents[topic].title
+            and any(catalog.passages[pid].text not in seen for pid in catalog.intents[topic].responses)
+        ]
+        about = f"about “{intent.title}”" if intent.title else "on this"
+        text = (SEEN_ALL if fresh else SEEN_EVERYTHING).format(about=about)
+        return Reply(text, ReplyKind.NOTICE, self._menu(catalog, fresh, fill=False))
 
     def _render(self, catalog: Catalog, passage: Passage) -> Reply:
         suggestions = tuple(

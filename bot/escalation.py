@@ -7,14 +7,15 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
 from bot.logs import FIELDS
 from bot.metrics import LEVELS, Metrics
-from bot.models import Escalation
+from bot.models import Escalation, Level
 from bot.spool import Spool
 from bot.store import EscalationLog, LocalLocks, Locks, run_once
 from bot.store.codec import to_record
@@ -25,14 +26,36 @@ RECORD_TIMEOUT = 0.5
 """Seconds to wait for the database before an escalation goes to the spool instead."""
 RETRY_EVERY = 30.0
 """Seconds between attempts to deliver alerts that are still owed."""
+MAX_PER_ALERT = 8
+"""Escalations told in one operators' alert at most (8 with excerpts stay under Telegram's 4096 characters).
+One alert is on its way at a time and the escalations that come meanwhile go together in the next, so a busy
+hour never floods (or throttles) the operators' chat."""
+REMEMBER_ALERTED = 10_000
+"""Ids of escalations alerted by this process, kept so a late read of owed alerts never alerts one twice."""
 OWED_AFTER = 60.0
 """Seconds after which replicas treat an escalation's missing alert as owed (its own replica had that long)."""
 
 
 class Alerter(Protocol):
-    """Tells operators about an escalation; raises if the alert could not be delivered."""
+    """Tells operators about escalations, several in one message; raises if the alert could not be delivered."""
 
-    def __call__(self, escalation: Escalation) -> Awaitable[None]: ...
+    def __call__(self, escalations: Sequence[Escalation]) -> Awaitable[None]: ...
+
+
+class Reminder(Protocol):
+    """Reminds operators of an unacknowledged imminent escalation (reminder ``number`` of ``of``); raises if unsent."""
+
+    def __call__(self, escalation: Escalation, number: int, of: int) -> Awaitable[None]: ...
+
+
+@dataclass(frozen=True)
+class Reminders:
+    """Re-alerts of imminent escalations nobody acknowledged: one each ``every`` seconds, at most ``times``."""
+
+    send: Reminder
+    every: float
+    """Seconds from the escalation (then from the last reminder) to the next reminder; 0 sends none."""
+    times: int
 
 
 def log_fields(escalation: Escalation) -> dict[str, object]:
@@ -60,8 +83,10 @@ class Escalator:
         metrics: Metrics | None = None,
         faults: Faults | None = None,
         locks: Locks | None = None,
+        reminders: Reminders | None = None,
     ) -> None:
         self.store = store
+        self.reminders = reminders
         self.locks = locks or LocalLocks()
         """Keeps replicas on one database from replaying the spool, or sending owed alerts, at once."""
         self.spool = spool
@@ -70,9 +95,11 @@ class Escalator:
         self.faults = faults or Faults()
         self._clock = clock
         self._tasks: set[asyncio.Task[None]] = set()
-        self._in_flight: set[str] = set()
-        self._owed: set[str] = set()
-        """Escalations whose operator alert is not delivered yet (``unhooked_alerts_pending``)."""
+        self._owed: dict[str, Escalation] = {}
+        """Escalations whose operator alert is not delivered yet, oldest first (``unhooked_alerts_pending``)."""
+        self._alerted: dict[str, None] = {}
+        """The last ``REMEMBER_ALERTED`` escalations alerted, whether or not their mark is written yet."""
+        self._alerting: asyncio.Task[None] | None = None
         self.metrics.alerts_pending.read = lambda: len(self._owed)
         self._unacked: dict[str, list[float]] = {level: [] for level in LEVELS}
         """When each unacknowledged escalation happened, by level, as last read (``refresh_unacked``)."""
@@ -84,8 +111,6 @@ class Escalator:
     async def record(self, escalation: Escalation) -> None:
         """Store the escalation in the database, or the spool if the database does not take it in time."""
         log.warning("%s", log_line(escalation), extra={FIELDS: log_fields(escalation)})
-        if self.alerter is not None:
-            self._owed.add(escalation.id)
         try:
             async with asyncio.timeout(RECORD_TIMEOUT):
                 await self.store.record_escalations([escalation])
@@ -96,7 +121,7 @@ class Escalator:
         else:
             self.metrics.escalations_stored.inc("database")
             self.faults.clear(STORE, "escalation records")
-        self._spawn(self.deliver(escalation))
+        self._owe([escalation])
 
     def _spool(self, escalation: Escalation, error: Exception) -> None:
         if self.spool is None:
@@ -113,29 +138,44 @@ class Escalator:
             self.metrics.escalations_stored.inc("nowhere")
             log.critical("escalation %s could be stored nowhere: %s; %s", escalation.id, error, spool_error)
 
-    async def deliver(self, escalation: Escalation) -> None:
-        """Alert operators once; on success mark it alerted, on failure leave it owed for a retry."""
-        if self.alerter is None or escalation.id in self._in_flight:
-            return
-        self._in_flight.add(escalation.id)
-        self._owed.add(escalation.id)
-        try:
-            await self.alerter(escalation)
-        except Exception as error:
-            self.metrics.alerts.inc("failed")
-            log.warning("alert for escalation %s not delivered (%s); will retry", escalation.id, type(error).__name__)
-            return
-        finally:
-            self._in_flight.discard(escalation.id)
-        self.metrics.alerts.inc("sent")
-        self._owed.discard(escalation.id)
-        try:
-            await self.store.mark_alerted(escalation.id, self._clock())
-        except StoreError as error:
-            log.error("alert for escalation %s delivered but not marked: %s", escalation.id, error)
+    def _owe(self, escalations: Sequence[Escalation]) -> asyncio.Task[None] | None:
+        """Queue alerts for these escalations (once each) and make sure the one alert task runs."""
+        if self.alerter is None:
+            return None
+        for escalation in escalations:
+            if escalation.id not in self._alerted:
+                self._owed.setdefault(escalation.id, escalation)
+        if self._owed and (self._alerting is None or self._alerting.done()):
+            self._alerting = asyncio.ensure_future(self._alert_owed())
+            self._tasks.add(self._alerting)
+            self._alerting.add_done_callback(self._tasks.discard)
+        return self._alerting
+
+    async def _alert_owed(self) -> None:
+        """Alert operators, up to ``MAX_PER_ALERT`` escalations a message, until none is owed or one fails."""
+        while self._owed and self.alerter is not None:
+            batch = list(self._owed.values())[:MAX_PER_ALERT]
+            try:
+                await self.alerter(batch)
+            except Exception as error:
+                self.metrics.alerts.inc("failed")
+                log.warning("alert for %d escalations not delivered (%s); will retry", len(batch), type(error).__name__)
+                return
+            self.metrics.alerts.inc("sent")
+            now = self._clock()
+            for escalation in batch:
+                self._owed.pop(escalation.id, None)
+                self._alerted[escalation.id] = None
+                if len(self._alerted) > REMEMBER_ALERTED:
+                    del self._alerted[next(iter(self._alerted))]
+            for escalation in batch:
+                try:
+                    await self.store.mark_alerted(escalation.id, now)
+                except StoreError as error:
+                    log.error("alert for escalation %s delivered but not marked: %s", escalation.id, error)
 
     async def deliver_owed(self) -> int:
-        """Try every alert still owed; return how many were attempted.
+        """Try every alert still owed (the database's and this process's); return how many were owed.
 
         With replicas (``Locks.shared``) an escalation is owed only once ``OWED_AFTER`` seconds old: until then
         the replica that recorded it may be sending its alert, which another must not send again.
@@ -143,16 +183,17 @@ class Escalator:
         if self.alerter is None:
             return 0
         try:
-            owed = await self.store.unalerted()
+            stored = await self.store.unalerted()
         except StoreError as error:
             log.error("cannot read owed alerts: %s", error)
-            return 0
+            stored = []
         if self.locks.shared:
-            owed = [escalation for escalation in owed if escalation.at <= self._clock() - OWED_AFTER]
-        self._owed.update(escalation.id for escalation in owed)
-        for escalation in owed:
-            await self.deliver(escalation)
-        return len(owed)
+            stored = [escalation for escalation in stored if escalation.at <= self._clock() - OWED_AFTER]
+        alerting = self._owe(stored)
+        owed = len(self._owed)
+        if alerting is not None:
+            await asyncio.shield(alerting)
+        return owed
 
     async def replay_spool(self) -> int:
         """Move spooled escalations into the database once it takes writes again; return how many moved."""
@@ -176,18 +217,53 @@ class Escalator:
         self._unacked = {level: [e.at for e in found if e.level.value == level] for level in LEVELS}
         return found
 
+    async def remind(self) -> int:
+        """Remind operators of imminent escalations unacknowledged for ``reminders.every``; return how many went.
+
+        An escalation whose first alert is still owed waits for it; each reminder sent is recorded in the store
+        (``record_reminder``), so the next pass, on this replica or another, counts it.
+        """
+        if self.reminders is None or self.reminders.every <= 0:
+            return 0
+        every, times = self.reminders.every, self.reminders.times
+        try:
+            waiting = await self.store.escalations(level=Level.IMMINENT, unacked=True)
+            sent = await self.store.unacked_reminders()
+        except StoreError as error:
+            log.error("cannot read unacknowledged escalations for reminders: %s", error)
+            return 0
+        reminded = 0
+        for escalation in waiting:
+            before = sent.get(escalation.id, [])
+            if escalation.alerted_at is None or len(before) >= times:
+                continue
+            if self._clock() - (before[-1] if before else escalation.at) < every:
+                continue
+            number = len(before) + 1
+            try:
+                await self.reminders.send(escalation, number, times)
+            except Exception as error:
+                self.metrics.reminders.inc("failed")
+                log.warning(
+                    "reminder for escalation %s not delivered (%s); will retry", escalation.id, type(error).__name__
+                )
+                continue
+            self.metrics.reminders.inc("sent")
+            reminded += 1
+            try:
+                await self.store.record_reminder(escalation.id, number, self._clock())
+            except StoreError as error:
+                log.error("reminder for escalation %s delivered but not recorded: %s", escalation.id, error)
+        return reminded
+
     async def retry_forever(self, every: float = RETRY_EVERY) -> None:
-        """Every ``every`` seconds until cancelled: replay the spool, deliver owed alerts (each by one replica)."""
+        """Every ``every`` seconds until cancelled: replay the spool, deliver owed alerts, remind (one replica each)."""
         while True:
             await run_once(self.locks, "spool-replay", self.replay_spool)
             await run_once(self.locks, "owed-alerts", self.deliver_owed)
+            await run_once(self.locks, "reminders", self.remind)
             await self.refresh_unacked()
             await asyncio.sleep(every)
-
-    def _spawn(self, work: Awaitable[None]) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     async def aclose(self, grace: float = 5.0) -> None:
         """Give alerts under way a moment to finish, then stop them."""

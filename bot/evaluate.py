@@ -15,6 +15,7 @@ from bot.content import Catalog
 from bot.conversations import KnownFailure, Sentence, SentenceSet
 from bot.engine import Engine
 from bot.matcher import Matcher, MatcherSettings, tokens_of
+from bot.meaning import MeaningIndex, Vectors
 from bot.models import Incoming
 from bot.normalize import fold
 from bot.store.memory import MemoryStore
@@ -27,6 +28,8 @@ THRESHOLDS = (60.0, 65.0, 68.0, 70.0, 72.0, 75.0, 80.0, 85.0)
 """Thresholds the sweep tries, besides the one in use."""
 MARGINS = (0.0, 2.0, 4.0, 6.0, 8.0)
 """Margins the sweep tries, besides the one in use."""
+MEANING = ((0.2, 1.0), (0.3, 0.9), (0.3, 1.0), (0.4, 0.9), (0.4, 1.0), (0.5, 0.9), (0.5, 1.0))
+"""With meaning-based matching on, the (share, similarity counted 100) pairs the sweep tries too."""
 NO_MATCH = "(no match)"
 
 
@@ -116,6 +119,8 @@ class SweepRow:
     accuracy: float
     fallback_rate: float
     false_match_rate: float
+    meaning: str = "-"
+    """With meaning-based matching on: the meaning scorer's share and the similarity that counts 100 (``0.4/0.9``)."""
 
 
 def _rate(count: int, total: int) -> float:
@@ -132,6 +137,8 @@ class Evaluation:
     settings: MatcherSettings = field(default_factory=MatcherSettings)
     overlap: int = 0
     """How many test sentences read exactly like an example once normalised (they test little)."""
+    meaning: bool = False
+    """Whether meaning-based matching was on."""
 
     def __repr__(self) -> str:
         return f"<Evaluation of {len(self.results)} sentences: accuracy {self.accuracy:.1%}>"
@@ -200,9 +207,11 @@ class Evaluation:
         return [r for r in self.results if not r.passed and r.sentence.key not in self.known]
 
 
-async def run_sentences(catalog: Catalog, sentences: Iterable[Sentence]) -> list[Result]:
+async def run_sentences(
+    catalog: Catalog, sentences: Iterable[Sentence], vectors: Vectors | None = None
+) -> list[Result]:
     """Send each sentence through a real engine over ``catalog``, each as a new person."""
-    engine = Engine(MemoryStore(), secrets.token_bytes(32), catalog)
+    engine = Engine(MemoryStore(), secrets.token_bytes(32), catalog, vectors=vectors)
     results = []
     try:
         for number, sentence in enumerate(sentences):
@@ -223,15 +232,16 @@ async def run_sentences(catalog: Catalog, sentences: Iterable[Sentence]) -> list
     return results
 
 
-async def evaluate(catalog: Catalog, sentences: SentenceSet) -> Evaluation:
-    """Run every test sentence and out-of-scope message through the engine."""
-    results = await run_sentences(catalog, [*sentences.sentences, *sentences.out_of_scope])
+async def evaluate(catalog: Catalog, sentences: SentenceSet, vectors: Vectors | None = None) -> Evaluation:
+    """Run every test sentence and out-of-scope message through the engine (by meaning too, given ``vectors``)."""
+    results = await run_sentences(catalog, [*sentences.sentences, *sentences.out_of_scope], vectors)
     examples = {" ".join(tokens_of(e.text)) for i in catalog.intents.values() for e in i.examples}
     count = len(sentences.sentences)
     return Evaluation(
         results=tuple(results[:count]),
         out_of_scope=tuple(results[count:]),
         known=dict(sentences.known),
+        meaning=vectors is not None,
         overlap=sum(" ".join(tokens_of(s.text)) in examples for s in sentences.sentences),
     )
 
@@ -241,6 +251,7 @@ def sweep(
     evaluation: Evaluation,
     thresholds: Sequence[float] = THRESHOLDS,
     margins: Sequence[float] = MARGINS,
+    meaning: MeaningIndex | None = None,
 ) -> list[SweepRow]:
     """Accuracy, fallback and false-match rates at other thresholds (current margin) and margins (current threshold).
 
@@ -250,9 +261,17 @@ def sweep(
     current = evaluation.settings
     settings = [replace(current, threshold=t) for t in sorted({*thresholds, current.threshold})]
     settings += [replace(current, margin=m) for m in sorted({*margins, current.margin}) if m != current.margin]
+    if meaning is not None:
+        meaning = meaning.remembering()
+        now = current.meaning
+        settings += [
+            replace(current, meaning=replace(now, weight=weight, full=full))
+            for weight, full in MEANING
+            if (weight, full) != (now.weight, now.full)
+        ]
     rows = []
     for setting in settings:
-        matcher = Matcher(catalog.phrases(), setting)
+        matcher = Matcher(catalog.phrases(), setting, meaning)
 
         def reached(result: Result, matcher: Matcher = matcher) -> str | None:
             return None if result.crisis else matcher.match(result.sentence.text).intent
@@ -266,6 +285,7 @@ def sweep(
                 _rate(sum(intent == r.sentence.intent and not r.crisis for intent, r in got), len(got)),
                 _rate(sum(intent is None and not r.crisis for intent, r in got), len(got)),
                 _rate(sum(intent is not None for intent in wrong), len(wrong)),
+                f"{setting.meaning.weight:g}/{setting.meaning.full:g}" if meaning is not None else "-",
             )
         )
     return rows
@@ -302,10 +322,11 @@ def intent_table(evaluation: Evaluation) -> str:
 def report(evaluation: Evaluation, rows: Sequence[SweepRow]) -> str:
     """The evaluation as plain tables for people."""
     e, s = evaluation, evaluation.settings
+    in_use = f"{s.meaning.weight:g}/{s.meaning.full:g}" if e.meaning else "-"
     total = len(e.results)
     out = [
         f"{total} test sentences, {len(e.out_of_scope)} out-of-scope messages"
-        f" (threshold {s.threshold:g}, margin {s.margin:g})",
+        f" (threshold {s.threshold:g}, margin {s.margin:g}; meaning-based matching {'on' if e.meaning else 'off'})",
         f"accuracy         {e.accuracy:6.1%}   ({sum(r.passed for r in e.results)} of {total} reach their intent)",
         f"fallback rate    {e.fallback_rate:6.1%}   (test sentences that matched nothing)",
         f"false-match rate {e.false_match_rate:6.1%}   (out-of-scope messages that matched an intent)",
@@ -318,17 +339,18 @@ def report(evaluation: Evaluation, rows: Sequence[SweepRow]) -> str:
             ["expected", "went to", "count", "for example"],
             [(a, b, len(texts), texts[0][:60]) for a, b, texts in e.confused()],
         ),
-        "Threshold and margin sweep (intent only):",
+        "Threshold, margin and meaning sweep (intent only; meaning: its share / the similarity that counts 100):",
         table(
-            ["threshold", "margin", "accuracy", "fallbacks", "false matches", "in use"],
+            ["threshold", "margin", "meaning", "accuracy", "fallbacks", "false matches", "in use"],
             [
                 (
                     f"{r.threshold:g}",
                     f"{r.margin:g}",
+                    r.meaning,
                     f"{r.accuracy:.1%}",
                     f"{r.fallback_rate:.1%}",
                     f"{r.false_match_rate:.1%}",
-                    "*" if (r.threshold, r.margin) == (s.threshold, s.margin) else "",
+                    "*" if (r.threshold, r.margin, r.meaning) == (s.threshold, s.margin, in_use) else "",
                 )
                 for r in rows
             ],
@@ -357,8 +379,8 @@ def report(evaluation: Evaluation, rows: Sequence[SweepRow]) -> str:
     return "\n".join(out) + "\n"
 
 
-def as_json(evaluation: Evaluation, rows: Sequence[SweepRow]) -> str:
-    """The evaluation as one JSON document."""
+def as_json(evaluation: Evaluation, rows: Sequence[SweepRow], extra: dict[str, object] | None = None) -> str:
+    """The evaluation as one JSON document (with ``extra``'s keys added)."""
     e = evaluation
     document = {
         "settings": {"threshold": e.settings.threshold, "margin": e.settings.margin},
@@ -393,6 +415,7 @@ def as_json(evaluation: Evaluation, rows: Sequence[SweepRow]) -> str:
             {
                 "threshold": r.threshold,
                 "margin": r.margin,
+                "meaning": r.meaning,
                 "accuracy": round(r.accuracy, 4),
                 "fallback_rate": round(r.fallback_rate, 4),
                 "false_match_rate": round(r.false_match_rate, 4),
@@ -418,6 +441,8 @@ def as_json(evaluation: Evaluation, rows: Sequence[SweepRow]) -> str:
             for r in e.results
             if not r.passed
         ],
+        "meaning": e.meaning,
+        **(extra or {}),
     }
     return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
 

@@ -1,8 +1,9 @@
 """Fuzzy intent matching with rapidfuzz: best intent, runner-up, and an honest no-match.
 
-A message is compared as a whole and, when it has several sentences, sentence by sentence too
-("we split in March. why do I still miss him?" is mostly its last sentence). Each piece gets
-four scores against the examples, and an intent keeps its best:
+A message is compared whole and sentence by sentence (``bot.sentences``): a clear question counts
+more than the background, and a second one is offered. Each piece gets four scores against the
+examples (and, with a ``MeaningIndex``, ``bot.meaning`` adds the nearest example's), and an intent
+keeps its best:
 
 * **similarity**: ``fuzz.ratio`` of the token-sorted piece and example (``token_sort_ratio``
   with the example side sorted once). It tolerates typos and word order and penalises a length
@@ -32,25 +33,29 @@ never used is replaced by the closest content word when rapidfuzz finds one clos
 
 Below ``threshold``, or when the two best intents are within ``margin`` of each other, the
 answer is no match. Costs stay bounded: messages are cut at ``normalize.MAX_CHARS``, at most
-``MAX_PIECES`` sentences are compared, and candidate examples for containment and overlap come
-from an index of content words that skips words too common to tell intents apart.
+``sentences.MAX_PIECES`` sentences are compared, and candidate examples for containment and overlap
+come from an index of content words that skips words too common to tell intents apart.
 """
 
 from __future__ import annotations
 
 import bisect
 import functools
+import logging
 import math
 import operator
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from rapidfuzz import fuzz, process
 
+from bot.meaning import MeaningIndex, MeaningSettings, fuse
 from bot.models import Candidate, Match
 from bot.normalize import for_matching
+from bot.sentences import BACKGROUND, CLEAR_QUESTION, WHOLE_LESS, WINDOW_LESS, Piece, pieces_of
+
+log = logging.getLogger("unhooked.matcher")
 
 STOPWORDS = frozenset(
     "a an and are am as at be been being but by can could did do does for from had has have how i if in"
@@ -89,10 +94,7 @@ _CANONICAL = {**{word: group.split()[0] for group in SYNONYM_GROUPS for word in 
 _SUFFIXES = ("ingly", "edly", "ness", "ment", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s")
 _NOTHING = (-1.0, "")
 _BRITISH = (("ising", "izing"), ("ised", "ized"), ("ise", "ize"), ("our", "or"))
-_SENTENCE = re.compile(r"[.!?;\n]+")
 
-MAX_PIECES = 2
-"""At most this many sentences of a long message are compared one by one (the last ones)."""
 MAX_SCAN = 2000
 """Up to this many examples are scanned whole for similarity; beyond it, those sharing the most words."""
 MAX_CANDIDATES = 200
@@ -127,6 +129,8 @@ class MatcherSettings:
     """The score an intent gets when one of its keyword phrases is in the message."""
     word_keyword_score: float = 80.0
     """The score for a single-word keyword: one word is weaker evidence than a phrase."""
+    meaning: MeaningSettings = field(default_factory=MeaningSettings)
+    """How meaning-based scores are fused with these, when the matcher has a ``MeaningIndex``."""
 
 
 @dataclass(frozen=True)
@@ -169,12 +173,6 @@ def tokens_of(text: str) -> list[str]:
     return [word if word in STOPWORDS else canonical(word) for word in for_matching(text).split()]
 
 
-def pieces_of(text: str) -> list[str]:
-    """The sentences of a message worth comparing one by one (none for a single sentence)."""
-    sentences = [sentence for sentence in _SENTENCE.split(text) if sentence.strip()]
-    return sentences[-MAX_PIECES:] if len(sentences) > 1 else []
-
-
 def _postings(index: dict[str, list[int]], words: Iterable[str], budget: int) -> set[int]:
     """Examples with any of ``words``, rarest words first, while they stay within ``budget``.
 
@@ -204,6 +202,13 @@ def _pick(items: list[str], positions: list[int]) -> list[str]:
     return list(operator.itemgetter(*positions)(items))
 
 
+def _merge(best: dict[str, tuple[float, str]], found: dict[str, tuple[float, str]], less: float) -> None:
+    """Keep in ``best`` each intent's better score: its own, or the one in ``found`` less ``less``."""
+    for intent, (score, example) in found.items():
+        if score - less > best.get(intent, _NOTHING)[0]:
+            best[intent] = (score - less, example)
+
+
 def _content(tokens: Iterable[str]) -> frozenset[str]:
     return frozenset(token for token in tokens if token not in STOPWORDS)
 
@@ -211,8 +216,15 @@ def _content(tokens: Iterable[str]) -> frozenset[str]:
 class Matcher:
     """Scores a message against every intent's examples; build once per catalogue."""
 
-    def __init__(self, intents: Iterable[IntentPhrases], settings: MatcherSettings | None = None) -> None:
+    def __init__(
+        self,
+        intents: Iterable[IntentPhrases],
+        settings: MatcherSettings | None = None,
+        meaning: MeaningIndex | None = None,
+    ) -> None:
         self.settings = settings or MatcherSettings()
+        self.meaning = meaning
+        """The examples' sentence embeddings; ``None`` matches by rapidfuzz alone."""
         self._owner: list[str] = []
         self._raw: list[str] = []
         self._normal: list[str] = []
@@ -303,21 +315,54 @@ class Matcher:
 
     def rank(self, text: str) -> list[Candidate]:
         """Every intent that scored, best first, each with the example (or keyword) that scored best."""
-        return self._rank(text, tokens_of(text))
+        return self._ranked(text, tokens_of(text))[0]
 
-    def _rank(self, text: str, whole: list[str]) -> list[Candidate]:
-        best: dict[str, tuple[float, str]] = {}
-        """Intent -> (best score, the example or keyword behind it)."""
+    def _ranked(self, text: str, whole: list[str]) -> tuple[list[Candidate], list[Candidate]]:
+        """Every intent's best score, best first, and the best intent of each sentence that asks.
+
+        When a sentence asks something clearly (its best intent reaches ``CLEAR_QUESTION``), what the
+        person asks counts more than the background they give: the other sentences score
+        ``BACKGROUND`` less, the whole message ``WHOLE_LESS`` less, and each question read with the
+        sentence before it ``WINDOW_LESS`` less. A vague question ("why?") leaves the background whole.
+        """
         whole = self._spell(whole)
         pieces = pieces_of(text)
+        scored: list[tuple[Piece | None, dict[str, tuple[float, str]]]] = []
         if whole:
-            self._score(whole, best, whole_message=True, contained=not pieces)
+            found: dict[str, tuple[float, str]] = {}
+            self._score(whole, found, whole_message=True, contained=not pieces)
+            scored.append((None, found))
         for piece in pieces:
-            tokens = self._spell(tokens_of(piece))
+            tokens = self._spell(tokens_of(piece.text))
             if len(tokens) >= MIN_CONTAIN_WORDS and _content(tokens):
-                self._score(tokens, best, whole_message=False)
+                found = {}
+                self._score(tokens, found, whole_message=False)
+                scored.append((piece, found))
+        asked = [
+            Candidate(intent, round(score, 1), example)
+            for piece, found in scored
+            if piece is not None and piece.asks and not piece.window and found
+            for intent, (score, example) in [max(found.items(), key=lambda item: item[1][0])]
+        ]
+        clear = any(candidate.score >= CLEAR_QUESTION for candidate in asked)
+        best: dict[str, tuple[float, str]] = {}
+        """Intent -> (best score, the example or keyword behind it)."""
+        for piece, found in scored:
+            if not clear:
+                less = 0.0
+            elif piece is None:
+                less = WHOLE_LESS
+            else:
+                less = (WINDOW_LESS if piece.window else 0.0) if piece.asks else BACKGROUND
+            _merge(best, found, less)
+        if self.meaning is not None:
+            questions = [piece.text for piece in pieces if piece.asks and not piece.window]
+            try:
+                return fuse(self.meaning, self.settings.meaning, best, [text, *questions], self._whole_only), asked
+            except Exception:
+                log.exception("meaning-based matching failed on a message; rapidfuzz's scores decide it")
         ranked = [Candidate(intent, round(score, 1), example) for intent, (score, example) in best.items()]
-        return sorted(ranked, key=lambda candidate: candidate.score, reverse=True)
+        return sorted(ranked, key=lambda candidate: candidate.score, reverse=True), asked
 
     def _score(
         self, tokens: list[str], best: dict[str, tuple[float, str]], *, whole_message: bool, contained: bool = True
@@ -413,11 +458,25 @@ class Matcher:
         return found
 
     def match(self, text: str) -> Match:
-        """Return the best intent for ``text``, or no intent with the reason."""
+        """Return the best intent for ``text``, or no intent with the reason.
+
+        A message whose sentences ask about two topics answers the clearer one and names the other
+        in ``Match.also``, for the bot to offer as a button.
+        """
         tokens = tokens_of(text)
         if not tokens:
             return Match(intent=None, score=0.0, reason="empty")
-        return self.decide(self._rank(text, tokens))
+        ranked, asked = self._ranked(text, tokens)
+        found = self.decide(ranked)
+        clear = [c for c in asked if c.score >= self.settings.threshold and c.intent not in self._whole_only]
+        clear.sort(key=lambda candidate: candidate.score, reverse=True)
+        two = {c.intent for c in clear[:2]}
+        if found.reason == "ambiguous" and len(two) == 2 and two == {ranked[0].intent, ranked[1].intent}:
+            found = replace(found, intent=ranked[0].intent, reason="matched")  # two clear questions, not one unclear
+        if found.intent is None:
+            return found
+        other = [c.intent for c in clear if c.intent != found.intent]
+        return replace(found, also=other[0]) if other else found
 
     def decide(self, ranked: list[Candidate]) -> Match:
         """Apply the threshold and the ambiguity margin to ranked candidates."""

@@ -271,6 +271,11 @@ class Metrics:
         self.alerts = registry.counter(
             "unhooked_alerts_total", "Operator alert attempts, by result (sent, failed).", ("result",)
         ).zero(("sent",), ("failed",))
+        self.reminders = registry.counter(
+            "unhooked_reminders_total",
+            "Reminders of unacknowledged imminent escalations to the operators' chat, by result (sent, failed).",
+            ("result",),
+        ).zero(("sent",), ("failed",))
         self.alerts_pending = registry.gauge(
             "unhooked_alerts_pending", "Operator alerts owed: recorded escalations whose alert is not delivered yet."
         )

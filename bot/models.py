@@ -122,6 +122,12 @@ class Candidate:
     intent: str
     score: float
     example: str
+    fuzzy: float | None = None
+    """With meaning-based matching on: what the fuzzy scorers gave (``score`` is the fused score)."""
+    meaning: float | None = None
+    """With meaning-based matching on: the meaning score, from the cosine similarity to ``nearest``."""
+    nearest: str | None = None
+    """With meaning-based matching on: the example nearest in meaning."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +142,8 @@ class Match:
     """``matched``, ``chosen`` (a button), ``low_confidence``, ``ambiguous`` or ``empty``."""
     candidates: tuple[Candidate, ...] = ()
     """The best few intents, best first, for explaining a decision."""
+    also: str | None = None
+    """Another intent a sentence of the message asked about clearly, offered as a button beside the answer."""
 
 
 @dataclass

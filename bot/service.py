@@ -14,9 +14,10 @@ from bot.config import Settings
 from bot.crisis import MODEL, CrisisScreen
 from bot.engine import Engine
 from bot.errors import ConfigError, SchemaError, StoreError
-from bot.escalation import Alerter, Escalator
+from bot.escalation import Alerter, Escalator, Reminder, Reminders
 from bot.health import CONTENT, STORE, Faults, Health, describe
 from bot.lint import check_content
+from bot.meaning import vectors_for
 from bot.metrics import Metrics
 from bot.reload import ContentAlert, ContentWatcher, first_error, log_problems
 from bot.retention import Retention
@@ -79,6 +80,8 @@ async def running_service(
     alerter: Alerter | None = None,
     content_alert: ContentAlert | None = None,
     metrics: Metrics | None = None,
+    meaning_first: bool = False,
+    reminder: Reminder | None = None,
 ) -> AsyncIterator[Service]:
     """An engine over the configured content and store, with that store, closed cleanly on exit.
 
@@ -90,6 +93,10 @@ async def running_service(
     lets an adapter register its own metrics before the engine starts; the engine's are added to it.
     Once a UTC day the bot purges what is past ``settings.retention_days`` (``bot.retention``), claimed in
     the store so one of several replicas sharing a database does it.
+    The examples are embedded for meaning-based matching in the background (rapidfuzz answers alone
+    until they are), or before the service is handed out with ``meaning_first``. ``reminder`` re-alerts
+    operators of an imminent escalation nobody acknowledged (``settings.realert_minutes``, at most
+    ``settings.realert_times``).
     """
     floor()  # the bot does not start without a floor to screen with: FloorError says so in a sentence
     metrics = metrics or Metrics()
@@ -100,12 +107,19 @@ async def running_service(
         log.error("content did not load; only crisis replies and notices will be sent until it is fixed")
         faults.fail(CONTENT, "start", f"content did not load at start: {first_error(problems)}")
     secret = settings.secret_key()
+    opened = store is None
+    """The service opens the database itself: the examples' vectors may be kept beside it (not for a try-out)."""
     spool = Spool(settings.spool_path) if settings.spool_path and store is None else None
     store = await _open(store or open_store(settings.database), spool, faults)
-    escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults, locks=store.locks)
+    reminders = Reminders(reminder, settings.realert_minutes * 60, settings.realert_times) if reminder else None
+    escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults, locks=store.locks, reminders=reminders)
     screen = CrisisScreen(settings.crisis_model, faults=faults, metrics=metrics)
     metrics.crisis_model_loaded.set(1 if screen.model is not None else 0)
     engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts, screen=screen)
+    vectors = vectors_for(settings.meaning_folder, settings.vector_cache if opened else None)
+    learning = asyncio.create_task(engine.learn_meaning(vectors), name="meaning") if vectors else None
+    if learning is not None and meaning_first:
+        await learning
     retry = asyncio.create_task(escalator.retry_forever(), name="escalation-retry")
     retention = Retention(store, settings.retention_days, metrics=metrics)
     purging = asyncio.create_task(retention.run_forever(), name="retention")
@@ -120,10 +134,11 @@ async def running_service(
     finally:
         if watcher is not None:
             await watcher.aclose()
-        for task in (retry, purging):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        for task in (retry, purging, learning):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await engine.aclose()
         await store.close()
 

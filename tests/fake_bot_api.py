@@ -204,6 +204,8 @@ class FakeBotApi:
         self._holding: dict[str, int] = {}
         self._gate: _Gate | None = None
         self._closing = False
+        self._polls = 0
+        """getUpdates requests so far: a new one ends a long poll still waiting with 409, as Telegram does."""
         self.held = 0
         """Requests waiting behind ``hold()``."""
         self._runner: web.AppRunner | None = None
@@ -328,6 +330,12 @@ class FakeBotApi:
             }
         )
         return query_id
+
+    def revoke(self) -> str:
+        """Revoke the bot's token, as @BotFather does: requests with it get 401 from now on; return the new one."""
+        number, _ = self.token.split(":", 1)
+        self.token = f"{number}:{self.token.split(':', 1)[1][::-1]}"
+        return self.token
 
     def block(self, user_id: int) -> None:
         """The person blocks the bot: every message to them is refused with 403 from now on."""
@@ -457,6 +465,8 @@ class FakeBotApi:
                 self._holding[method] -= 1
             else:
                 await self._wait_held()
+                if request.match_info["token"] != self.token:  # revoked while it waited
+                    raise ApiError(401, "Unauthorized")
         handler = getattr(self, f"_api_{method}", None)
         if handler is None:
             raise ApiError(404, "Not Found")
@@ -556,13 +566,23 @@ class FakeBotApi:
             self._pending = [u for u in self._pending if u["update_id"] >= offset]
         limit = min(int(params.get("limit") or 100), 100)
         timeout = float(params.get("timeout") or 0)
+        self._polls += 1
+        mine = self._polls
+        self._notify()  # a long poll still waiting ends with 409
         if not self._pending and timeout > 0:
             async with self._changed:
                 try:
                     async with asyncio.timeout(timeout):
-                        await self._changed.wait_for(lambda: bool(self._pending) or self._closing)
+                        await self._changed.wait_for(
+                            lambda: bool(self._pending) or self._closing or self._polls != mine
+                        )
                 except TimeoutError:
                     pass
+            if self._polls != mine:
+                raise ApiError(
+                    409,
+                    "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+                )
         batch = self._pending[:limit]
         self.handed_out.extend(u["update_id"] for u in batch)
         self.delivered = max(self.delivered, len(batch) and batch[-1]["update_id"])

@@ -26,7 +26,7 @@ def served() -> set[str]:
     from bot.health import Faults
 
     metrics = Metrics()
-    TelegramMetrics(metrics.registry, Faults())
+    TelegramMetrics(metrics, Faults())
     return {line.split(" ")[2] for line in metrics.registry.render().splitlines() if line.startswith("# TYPE ")}
 
 

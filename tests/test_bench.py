@@ -33,9 +33,13 @@ def test_the_message_mix_has_every_kind_and_is_repeatable() -> None:
     assert len({m.user for m in mix}) > 50
 
 
+BENCH = [sys.executable, "-m", "bench", "engine"]
+"""Without a model: embedding two catalogues' examples is for the benchmark itself, not for a test."""
+
+
 def test_the_engine_benchmark_runs_and_reports_json() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "bench", "engine", "--scales", "1,2", "--runs", "2", "--messages", "60", "--json"],
+        [*BENCH, "--scales", "1,2", "--runs", "2", "--messages", "60", "--json", "--model", "off"],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -45,6 +49,7 @@ def test_the_engine_benchmark_runs_and_reports_json() -> None:
     assert result.returncode in (0, 1), result.stderr
     report = json.loads(result.stdout)
     assert {"cpu", "cores", "python", "date"} <= set(report["machine"])
+    assert report["meaning"] is False and "meaning-based matching off" in result.stderr
     first = report["results"][0]
     assert [row["factor"] for row in report["results"]] == [1, 2]
     assert first["runs"] == 2 and first["best"]["p99_ms"] <= first["median"]["p99_ms"]
@@ -117,3 +122,19 @@ def test_bench_telegram_help_has_an_example() -> None:
         [sys.executable, "-m", "bench", "telegram", "--help"], capture_output=True, text=True, cwd=REPO, check=True
     )
     assert "python -m bench telegram" in result.stdout
+
+
+def test_the_crisis_benchmark_runs_and_reports_json() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "crisis", "--backlog", "60", "--crisis", "3", "--spacing", "0.05", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["crisis"] == 3 and report["backlog"] == 60
+    assert 0 < report["latency_s"]["p50"] <= report["latency_s"]["p99"] <= report["latency_s"]["max"]
+    assert report["operator_alerts"] >= 1

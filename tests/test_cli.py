@@ -130,7 +130,7 @@ def test_match_explain_shows_what_the_matcher_saw_and_its_top_three(tmp_path: Pa
     assert "matcher saw: why do i keep check them instagram" in lines
     top = lines.index("top intents:")
     assert lines[top + 1].split()[:3] == ["1.", "cravings", "100.0"]
-    assert "'I keep checking his instagram'" in lines[top + 1]
+    assert "'I keep checking his instagram'  intents/cravings.yml:" in lines[top + 1]
     assert [line.split()[0] for line in lines[top + 1 : top + 4]] == ["1.", "2.", "3."]
 
 
@@ -140,7 +140,14 @@ def test_match_explain_json_adds_candidates_and_keeps_the_stable_fields(tmp_path
     stable = {"text", "intent", "score", "runner_up", "runner_up_score", "reason", "crisis", "replies"}
     assert set(crisis) == set(love) == {*stable, "candidates", "normalized"}
     assert crisis["crisis"]["level"] == "crisis" and crisis["intent"] is None
-    assert love["candidates"][0] == {"intent": love["intent"], "score": love["score"], "example": ANY_EXAMPLE(love)}
+    best = love["candidates"][0]
+    assert {k: best[k] for k in ("intent", "score", "example")} == {
+        "intent": love["intent"],
+        "score": love["score"],
+        "example": ANY_EXAMPLE(love),
+    }
+    path, line = best["example_at"].rsplit(":", 1)
+    assert (REPO / path).read_text().splitlines()[int(line) - 1].strip() == f"- {best['example']}"
     assert len(love["candidates"]) == 3
 
 
@@ -154,7 +161,13 @@ def test_eval_prints_tables_and_can_rewrite_the_known_failures_list(tmp_path: Pa
     (folder / "_known_failures.yaml").write_text("failures: []\n")
     result = run("eval", "--tests", str(folder), "--update-known-failures", tmp=tmp_path)
     assert result.returncode == 0, result.stderr
-    for heading in ("accuracy ", "false-match rate", "Per intent", "Most confused", "Threshold and margin sweep"):
+    for heading in (
+        "accuracy ",
+        "false-match rate",
+        "Per intent",
+        "Most confused",
+        "Threshold, margin and meaning sweep",
+    ):
         assert heading in result.stdout
     assert "running " in result.stderr and "sentences..." in result.stderr
     written = (folder / "_known_failures.yaml").read_text()
@@ -237,6 +250,39 @@ def test_chat_gives_the_danger_track_reply_and_keeps_help_in_view(tmp_path: Path
 
 def test_top_level_help_has_an_example() -> None:
     assert "python -m bot chat" in _parser().format_help()
+
+
+BLIND = {
+    "short.yaml": "- text: why do i miss him\n  intent: miss_them\n- text: should i go back to her\n  intent: hope\n",
+    "texting.yaml": "- text: y do i miss him sm\n  intent: miss_them\n",
+    "long.yaml": "- text: We split in May. I still think of her. Why do I miss her?\n  intent: miss_them\n",
+    "out_of_scope.yaml": "- text: what is the weather tomorrow\n  intent: null\n- text: hi\n  intent: null\n",
+}
+
+
+def test_eval_prints_the_blind_figures_and_never_a_blind_message(tmp_path: Path) -> None:
+    blind = tmp_path / "blind"
+    blind.mkdir()
+    for name, text in BLIND.items():
+        (blind / name).write_text(text)
+    result = run("eval", "--blind", str(blind), tmp=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = result.stdout[result.stdout.index("Blind set") :]
+    assert "6 messages, written by helpers who never saw the examples" in report
+    rows = {line.split()[0]: line.split()[1:3] for line in report.splitlines()[3:7]}
+    assert rows == {"short": ["2", "50.0%"], "texting": ["1", "100.0%"], "long": ["1", "100.0%"],
+                    "out_of_scope": ["2", "50.0%"]}  # fmt: skip
+    assert not any(item in result.stdout for item in ("should i go back to her", "sm", "We split in May"))
+    document = json.loads(run("eval", "--json", "--blind", str(blind), tmp=tmp_path).stdout)
+    assert document["blind"]["files"]["short"] == {
+        "messages": 2, "right": 1, "share": 0.5, "fallbacks": 0, "crisis_replies": 0
+    }  # fmt: skip
+    assert "We split in May" not in json.dumps(document["blind"])
+
+
+def test_eval_reports_the_shipped_blind_set_when_there_is_one(tmp_path: Path) -> None:
+    result = run("eval", tmp=tmp_path)
+    assert "Blind set (tests/understanding_blind, 538 messages" in result.stdout
 
 
 def test_match_stores_nothing_not_even_a_secret_key(tmp_path: Path) -> None:

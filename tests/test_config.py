@@ -185,6 +185,16 @@ def test_retention_and_excerpts_are_read_and_checked() -> None:
         Settings.from_env({"UNHOOKED_ESCALATION_EXCERPTS": "maybe"})
 
 
+def test_reminders_of_unacknowledged_escalations_are_read_and_checked() -> None:
+    assert (Settings.from_env({}).realert_minutes, Settings.from_env({}).realert_times) == (15, 3)
+    settings = Settings.from_env({"UNHOOKED_REALERT_MINUTES": "0", "UNHOOKED_REALERT_TIMES": "5"})
+    assert (settings.realert_minutes, settings.realert_times) == (0, 5)
+    with pytest.raises(ConfigError, match="UNHOOKED_REALERT_MINUTES must be a whole number of minutes"):
+        Settings.from_env({"UNHOOKED_REALERT_MINUTES": "soon"})
+    with pytest.raises(ConfigError, match="UNHOOKED_REALERT_TIMES must be greater than zero"):
+        Settings.from_env({"UNHOOKED_REALERT_TIMES": "0"})
+
+
 def test_another_database_keeps_the_other_settings(tmp_path: Path) -> None:
     settings = Settings.from_env({"UNHOOKED_RETENTION_DAYS": "7", "UNHOOKED_ESCALATION_EXCERPTS": "yes"})
     moved = settings.with_db(tmp_path / "x.sqlite3")

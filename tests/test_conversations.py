@@ -19,6 +19,7 @@ from bot.content import load_catalog
 from bot.conversations import Sentence, SentenceSet, read_sentences
 from bot.evaluate import Evaluation, Result, evaluate, intent_table, known_failure_problem
 from bot.lint import TESTS_DIR
+from bot.meaning import vectors_for
 from bot.normalize import fold
 from tests.conftest import REPO
 
@@ -35,7 +36,9 @@ class StillFails(AssertionError):
 
 @pytest.fixture(scope="module")
 def evaluation() -> Evaluation:
-    return asyncio.run(evaluate(load_catalog(ROOT), SENTENCES))
+    """As ``python -m bot eval`` runs them: by meaning too when the model (``UNHOOKED_MEANING_MODEL``) loads."""
+    vectors = vectors_for(os.environ.get("UNHOOKED_MEANING_MODEL") or None)
+    return asyncio.run(evaluate(load_catalog(ROOT), SENTENCES, vectors))
 
 
 def result_of(evaluation: Evaluation, sentence: Sentence) -> Result:

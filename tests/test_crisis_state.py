@@ -155,9 +155,36 @@ async def test_passages_describing_violence_are_held_back_during_the_state(
     assert (await calm.say("tell me a story"))[0].text == catalog.passages["story.violence"].text
     await crisis.say("i want to die")
     assert (await crisis.say("tell me a story"))[1].text == catalog.passages["story.calm"].text
-    assert (await crisis.say("tell me a story"))[1].text == catalog.passages["story.calm"].text
+    assert (await crisis.say("tell me a story"))[1].text == HELD_BACK  # the calm one was read, the other held back
     await crisis.say("i'm safe")
     assert (await crisis.say("tell me a story"))[0].text == catalog.passages["story.violence"].text
+    await engine.aclose()
+
+
+async def test_more_in_a_crisis_state_keeps_the_reminder_and_continues_the_topic(chat: Chat, catalog: Catalog) -> None:
+    await chat.say("i want to kill myself")
+    await chat.say("why do I miss him")
+    replies = await chat.say("more")
+    assert [reply.kind for reply in replies] == [ReplyKind.CRISIS, ReplyKind.ANSWER]
+    assert "988" in replies[0].text
+    assert replies[1].text == catalog.passages[catalog.intents["miss_them"].responses[1]].text
+
+
+async def test_more_in_a_crisis_state_never_quotes_a_passage_that_describes_violence(
+    write_content: Callable[[dict[str, str]], Path], clock: Clock
+) -> None:
+    calm_first = STORY.replace("  - story.violence\n  - story.calm\n", "  - story.calm\n  - story.violence\n")
+    more = "id: more\naction: continue\nexamples:\n  - more\n  - go on\n"
+    files = {"intents/story.yml": calm_first, "intents/more.yml": more, "responses/story.yml": VIOLENT}
+    catalog = load_catalog(write_content(files))
+    engine = Engine(MemoryStore(), SECRET, catalog, clock=clock)
+    chat = Chat(engine)
+    await chat.say("i want to die")
+    assert (await chat.say("tell me a story"))[1].text == catalog.passages["story.calm"].text
+    for more in ("more", "go on"):
+        replies = await chat.say(more)
+        assert [reply.kind for reply in replies] == [ReplyKind.CRISIS, ReplyKind.NOTICE]
+        assert replies[1].text == HELD_BACK
     await engine.aclose()
 
 

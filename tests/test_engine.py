@@ -6,7 +6,7 @@ import pytest
 
 from bot import prefilter
 from bot.content import Catalog
-from bot.engine import NO_CONTENT, NOT_UNDERSTOOD, WHICH_TOPIC, Engine
+from bot.engine import NO_CONTENT, NOT_UNDERSTOOD, SEEN_ALL, WHICH_TOPIC, Engine
 from bot.errors import StoreError
 from bot.models import Level, ReplyKind, Session
 from bot.store.memory import MemoryStore
@@ -40,11 +40,45 @@ async def test_the_crisis_screen_runs_even_on_a_button_tap(chat: Chat) -> None:
     assert replies[0].kind is ReplyKind.CRISIS
 
 
-async def test_asking_again_gives_the_next_passage_then_starts_over(chat: Chat, catalog: Catalog) -> None:
+async def test_asking_again_gives_the_next_passage_and_never_repeats_one_as_new(chat: Chat, catalog: Catalog) -> None:
     order = catalog.intents["miss_them"].responses
-    seen = [(await chat.say("why do I miss her so much"))[0].text for _ in range(len(order) + 1)]
-    expected = [catalog.passages[passage_id].text for passage_id in order]
-    assert seen == [*expected, expected[0]]
+    seen = [(await chat.say("why do I miss her so much"))[0] for _ in range(len(order) + 2)]
+    assert [reply.text for reply in seen[: len(order)]] == [catalog.passages[pid].text for pid in order]
+    for after in seen[len(order) :]:
+        assert after.kind is ReplyKind.NOTICE
+        assert after.text == SEEN_ALL.format(about="about “Why do I miss them?”")
+        assert after.suggestions and "miss_them" not in [s.intent for s in after.suggestions]
+
+
+async def test_a_seen_topic_offers_related_topics_that_still_have_something_new(chat: Chat, catalog: Catalog) -> None:
+    await chat.say("what is no contact for")
+    await chat.say("tell me more")
+    await chat.say("how do i break the bond")  # a follow-up of no contact: offered no more once it is read
+    await chat.say("how do i break the bond")
+    replies = await chat.say("what is no contact for")
+    offered = [s.intent for s in replies[0].suggestions]
+    assert replies[0].text.startswith("You have now read everything the article says about “What is no contact for?”")
+    assert offered and "no_contact" not in offered and "how_to_break" not in offered
+
+
+async def test_a_passage_shared_by_two_topics_is_not_sent_again_under_the_other(chat: Chat, catalog: Catalog) -> None:
+    twin = catalog.passages["miss_them.not_proof"].text
+    assert catalog.passages["should_i_go_back.not_proof"].text == twin
+    texts = [(await chat.say("why do I miss her so much"))[0].text for _ in range(3)]
+    texts += [(await chat.say("should I go back to him"))[0].text for _ in range(3)]
+    assert texts.count(twin) == 1
+
+
+async def test_small_talk_may_come_round_again(chat: Chat, catalog: Catalog) -> None:
+    assert [(await chat.say("thanks"))[0].text for _ in range(2)] == [catalog.passages["thanks.welcome"].text] * 2
+
+
+@pytest.mark.parametrize("more", ["more", "go on", "and?", "continue", "keep going", "More."])
+async def test_a_bare_more_continues_the_last_topic(chat: Chat, catalog: Catalog, more: str) -> None:
+    await chat.say("why do I miss him")
+    replies = await chat.say(more)
+    assert chat.last.match.intent == "tell_me_more"
+    assert replies[0].text == catalog.passages[catalog.intents["miss_them"].responses[1]].text
 
 
 async def test_rotation_is_per_person(chat: Chat, catalog: Catalog) -> None:
@@ -210,3 +244,11 @@ async def test_the_screens_prefilter_is_built_with_the_content_not_on_the_first_
     await Chat(engine).say("i want to kill myself")
     assert built == [engine.screen.rules]  # the first message found it ready
     await engine.aclose()
+
+
+async def test_a_message_asking_two_things_answers_one_and_offers_the_other(chat: Chat, catalog: Catalog) -> None:
+    replies = await chat.say("Why do I miss him so much? And should I go back to him?")
+    answered, offered = chat.last.match.intent, chat.last.match.also
+    assert {answered, offered} == {"miss_them", "should_i_go_back"}
+    assert replies[0].text == catalog.passages[catalog.intents[answered].responses[0]].text
+    assert replies[0].suggestions[0].intent == offered

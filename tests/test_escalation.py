@@ -8,6 +8,7 @@ import logging
 import os
 import sqlite3
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -39,10 +40,10 @@ class Alerts:
         self.sent: list[Escalation] = []
         self.failing = False
 
-    async def __call__(self, escalation: Escalation) -> None:
+    async def __call__(self, escalations: Sequence[Escalation]) -> None:
         if self.failing:
             raise ConnectionError("operators' chat unreachable")
-        self.sent.append(escalation)
+        self.sent.extend(escalations)
 
 
 async def settle() -> None:
@@ -161,7 +162,7 @@ async def test_a_failed_alert_stays_owed_and_is_retried(catalog: Catalog, clock)
 async def test_a_slow_alert_never_delays_the_crisis_reply(catalog: Catalog, clock) -> None:
     release = asyncio.Event()
 
-    async def slow(escalation: Escalation) -> None:
+    async def slow(escalations: Sequence[Escalation]) -> None:
         await release.wait()
 
     store = MemoryStore()

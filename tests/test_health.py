@@ -85,7 +85,14 @@ async def test_polling_with_a_port_serves_health_and_metrics(api: FakeBotApi, tm
         await tg.settle()
         status, body = await health(tg)
         assert status == 200 and body["status"] == "ok"
-        assert set(body["checks"]) == {"process", STORE, CONTENT, MODEL, telegram_health.TELEGRAM}
+        assert set(body["checks"]) == {
+            "process",
+            STORE,
+            CONTENT,
+            MODEL,
+            telegram_health.TELEGRAM,
+            telegram_health.ACCESS,
+        }
         assert body["checks"][CONTENT]["intents"] == len(tg.bot.engine.catalog.intents)
         status, kind, text = await get(tg, "/metrics")
         assert status == 200 and kind.startswith("text/plain; version=0.0.4")
@@ -102,6 +109,31 @@ async def test_polling_with_a_port_serves_health_and_metrics(api: FakeBotApi, tm
             assert leak not in text and leak not in json.dumps(body)
         assert (await get(tg, "/healthz", "POST"))[0] == 405
         assert (await get(tg, "/nothing-here"))[0] == 404
+
+
+async def test_the_adapters_series_start_at_zero_and_handler_errors_are_counted(
+    api: FakeBotApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_bot(api, tmp_path, http_port=free_port()) as tg:
+        samples = parse((await get(tg, "/metrics"))[2])
+        assert samples["unhooked_messages_total"] == {'{channel="telegram"}': 0.0}
+        assert samples["unhooked_telegram_errors_total"]['{method="sendMessage",kind="server_error"}'] == 0.0
+        assert samples["unhooked_telegram_errors_total"]['{method="getUpdates",kind="network"}'] == 0.0
+        assert samples["unhooked_telegram_retries_total"] == {
+            '{method="sendMessage"}': 0.0,
+            '{method="getUpdates"}': 0.0,
+        }
+        assert samples["unhooked_store_errors_total"]['{operation="journal_write"}'] == 0.0
+        assert samples["unhooked_store_errors_total"]['{operation="journal_mark"}'] == 0.0
+        assert samples["unhooked_handler_errors_total"]['{part="telegram"}'] == 0.0
+
+        async def broken(incoming: object) -> None:
+            raise RuntimeError("a bug")
+
+        monkeypatch.setattr(tg.bot.engine, "handle", broken)
+        api.send(ALICE, "hello")
+        await tg.settle()
+        assert counted((await get(tg, "/metrics"))[2])["unhooked_handler_errors_total"] == {'{part="telegram"}': 1.0}
 
 
 async def test_polling_without_a_port_opens_no_server(tg: Running) -> None:

@@ -122,7 +122,7 @@ def test_a_long_module_is_found(tmp_path: Path) -> None:
 
 IMPORT_EVERYTHING = """
 import importlib, json, os, sys, warnings
-import telegram, telegram.ext, telegram.warnings, tornado.web, yaml, aiosqlite, rapidfuzz  # third-party first
+import telegram, telegram.ext, telegram.warnings, tornado.web, yaml, aiosqlite, rapidfuzz, numpy  # third-party first
 before = (dict(os.environ), list(warnings.filters))
 imported, missing = [], {}
 for name in sys.argv[1:]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.content import Catalog
-from bot.matcher import IntentPhrases, Matcher, MatcherSettings, stem, tokens_of
+from bot.matcher import IntentPhrases, Matcher, MatcherSettings, pieces_of, stem, tokens_of
 
 INTENTS = [
     IntentPhrases("miss_them", ("why do I miss her if it was so bad", "I miss him so much"), ("missing them",)),
@@ -204,3 +204,33 @@ def test_keywords_are_found_as_a_plain_substring_search_finds_them(catalog: Cata
         assert shipped._keywords_in(tokens) == expected, text
         found += bool(expected)
     assert found > len(keywords) // 3  # the comparison covered many messages that hold keywords
+
+
+@pytest.mark.parametrize(
+    ("text", "question"),
+    [
+        ("I blocked him everywhere three weeks ago. I cried at our cafe. Why do I miss him?", True),
+        ("I blocked him everywhere three weeks ago. Today I drove past our old cafe. so why do i miss him", True),
+        ("I blocked him everywhere three weeks ago. I drove past our old cafe today.", False),
+    ],
+)
+def test_a_sentence_that_asks_is_told_from_background(text: str, question: bool) -> None:
+    assert any(piece.asks for piece in pieces_of(text)) is question
+
+
+def test_a_long_message_answers_its_question_not_the_background(catalog: Catalog) -> None:
+    matcher = Matcher(catalog.phrases())
+    text = (
+        "ok so i blocked her everywhere like 3 weeks ago and i thought i was doing great. then today i drove"
+        " past our old coffee place and just lost it in the car. why do i miss her so bad when she made me miserable"
+    )
+    match = matcher.match(text)
+    assert match.intent == "miss_them"
+    assert "no_contact" in [c.intent for c in matcher.rank(text)]  # the background was read, and weighed less
+
+
+def test_two_questions_answer_the_clearer_and_name_the_other() -> None:
+    matcher = Matcher(INTENTS)
+    match = matcher.match("Should I block him? And why do I miss her if it was so bad?")
+    assert (match.intent, match.also, match.reason) == ("miss_them", "no_contact", "matched")
+    assert matcher.match("why do I miss her if it was so bad").also is None

@@ -138,7 +138,7 @@ def test_every_metric_is_named_in_the_readme() -> None:
     from bot.adapters.telegram.health import TelegramMetrics  # the adapter's, on the same registry
 
     metrics = Metrics()
-    TelegramMetrics(metrics.registry, Faults())
+    TelegramMetrics(metrics, Faults())
     readme = (REPO / "README.md").read_text()
     names = metrics.registry.names()
     assert len(names) > 20 and [name for name in names if f"| `{name}` |" not in readme] == []

@@ -23,6 +23,7 @@ async def _fill(path: Path) -> None:
         await store.record_escalations([escalation("e1"), escalation("e2", at=120.0, level=Level.IMMINENT)])
         await store.acknowledge("e1", "sam", 130.0)
         await store.mark_alerted("e1", 101.0)
+        await store.record_reminder("e2", 1, 1020.0)
         await store.add_counts({("2027-01-15", "concern.crisis"): 4})
         await store.record_updates([(1, '{"a": 1}'), (2, '{"b": 2}')], 90.0, {1: 7, 2: 8})
         await store.answer_updates([Answered(1, "chat-a", (11, 12))], 95.0)
@@ -36,8 +37,8 @@ async def test_a_sqlite_database_moves_into_postgresql_with_everything_the_bot_k
     await _fill(source)
     assert await asyncio.to_thread(main, ["migrate-store", str(source), pg_url]) == 0
     assert (
-        "2 sessions, 2 escalations, 1 daily_counts, 2 updates, 2 message_ids, 1 told_groups, 0 job_runs"
-        in capsys.readouterr().out
+        "2 sessions, 2 escalations, 1 escalation_reminders, 1 daily_counts, 2 updates, 2 message_ids,"
+        " 1 told_groups, 0 job_runs" in capsys.readouterr().out
     )
     async with PostgresStore(pg_url, migrate=False) as moved:
         assert (await moved.load_session("k2")).turns == 9
@@ -47,6 +48,7 @@ async def test_a_sqlite_database_moves_into_postgresql_with_everything_the_bot_k
         assert (first.id, first.acked_by, first.acked_at, first.alerted_at) == ("e1", "sam", 130.0, 101.0)
         assert (second.id, second.level, second.acked_by, second.alerted_at) == ("e2", Level.IMMINENT, None, None)
         assert [e.id for e in await moved.unalerted()] == ["e2"]  # its alert is still owed after the move
+        assert await moved.unacked_reminders() == {"e2": [1020.0]}
         assert [e.id for _, e in await moved.escalation_feed()] == ["e1", "e2"]
         assert await moved.counts("2027-01-15") == {"concern.crisis": 4}
         assert await moved.unanswered_updates() == [(2, '{"b": 2}')]

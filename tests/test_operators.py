@@ -321,7 +321,7 @@ def test_read_commands_never_migrate_and_migrate_does_it_once(tmp_path: Path) ->
     fresh = tmp_path / "fresh.sqlite3"
     first = run("migrate", db=fresh)
     assert first.returncode == 0, first.stderr
-    assert first.stdout.startswith(f"applied 10 migrations to {fresh}: 0001_sessions, ")
+    assert first.stdout.startswith(f"applied 11 migrations to {fresh}: 0001_sessions, ")
     again = run("migrate", db=fresh)
     assert again.stdout == f"{fresh} is up to date; nothing to migrate\n"
     assert run("escalations", "list", db=fresh).stdout == "no escalations\n"

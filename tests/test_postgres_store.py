@@ -24,6 +24,7 @@ def test_the_postgresql_migrations_are_files_per_part() -> None:
         ("0002_escalations", "core"),
         ("0003_daily_counts", "core"),
         ("0004_job_runs", "core"),
+        ("0005_escalation_reminders", "core"),
         ("0010_updates", "telegram"),
         ("0011_message_ids", "telegram"),
         ("0012_told_groups", "telegram"),
@@ -125,7 +126,7 @@ def test_the_operators_commands_work_on_postgresql_and_only_migrate_does_migrate
     assert refused.returncode == 1 and "is not an Unhooked database" in refused.stderr
     done = _cli("migrate", url=pg_url)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("applied 8 migrations to postgresql://postgres@127.0.0.1:5432/test: 0001_sessions")
+    assert done.stdout.startswith("applied 9 migrations to postgresql://postgres@127.0.0.1:5432/test: 0001_sessions")
     chat = _cli("chat", url=pg_url)
     assert chat.returncode == 0, chat.stderr
     listed = _cli("escalations", "list", url=pg_url)

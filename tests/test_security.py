@@ -218,7 +218,7 @@ async def test_a_telegram_session_logs_no_token_no_raw_id_and_no_message_text(ap
     assert " DEBUG " in logs, "logging was not at DEBUG, so this search would prove nothing"
     for expected in ("Telegram asked to wait", "sendMessage failed", "getUpdates failed", "has blocked the bot"):
         assert expected in logs, f"the session did not go through '{expected}', so the search proves less"
-    assert "alert for escalation" in logs and '"event": "escalation"' in logs
+    assert "escalations not delivered" in logs and '"event": "escalation"' in logs
     assert "Content reloaded" not in "".join(m.text for m in api.sent(carol))  # /reload refused a non-admin
     assert "Today (" not in "".join(m.text for m in api.sent(carol))  # /stats refused a non-admin
     assert "Today (" in api.sent(ADMIN_ID)[0].text

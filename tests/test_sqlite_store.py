@@ -33,6 +33,7 @@ async def test_a_backup_holds_everything_stored(tmp_path: Path) -> None:
         assert done.rows == {
             "sessions": 2,
             "escalations": 2,
+            "escalation_reminders": 0,
             "daily_counts": 1,
             "updates": 2,
             "message_ids": 2,
@@ -222,6 +223,7 @@ def test_the_shipped_migrations_keep_the_names_existing_databases_recorded() -> 
         ("0004_escalation_seq", "core"),
         ("0005_session_crisis_track", "core"),
         ("0006_job_runs", "core"),
+        ("0007_escalation_reminders", "core"),
         ("0010_updates", "telegram"),
         ("0011_message_ids", "telegram"),
         ("0012_told_groups", "telegram"),

@@ -140,6 +140,31 @@ class TestEscalationLogContract:
         assert sorted(claims) == [False] * 7 + [True]
         assert await store.claim_run("retention:2027-01-16", 20.0) is True
 
+    async def test_reminders_are_recorded_once_each_and_go_with_their_escalation(self, store: Store) -> None:
+        day = 86400.0
+        await store.record_escalations(
+            [escalation("a", at=1 * day, level=Level.IMMINENT), escalation("b", at=1 * day + 60, user_key="k2")]
+        )
+        assert await store.unacked_reminders() == {}
+        claims = await asyncio.gather(*(store.record_reminder("a", 1, 1 * day + 900 + n) for n in range(4)))
+        assert sorted(claims) == [False] * 3 + [True]
+        assert await store.record_reminder("a", 2, 1 * day + 1800) is True
+        assert await store.record_reminder("b", 1, 1 * day + 960) is True
+        assert await store.record_reminder("nobody", 1, 1 * day) is False
+        reminded = await store.unacked_reminders()
+        assert set(reminded) == {"a", "b"} and len(reminded["a"]) == 2 and reminded["a"][1] == 1 * day + 1800
+        await store.acknowledge("b", "sam", 2 * day)
+        assert list(await store.unacked_reminders()) == ["a"]
+        await store.forget("k1")
+        assert await store.unacked_reminders() == {}
+        assert await store.record_reminder("a", 3, 2 * day) is False
+        await store.record_escalations([escalation("a", at=1 * day, level=Level.IMMINENT)])
+        assert await store.unacked_reminders() == {}  # the forgotten escalation's reminders went with it
+        await store.record_reminder("a", 1, 2 * day)
+        await store.purge(30 * day)
+        assert await store.unacked_reminders() == {}
+        assert await store.record_reminder("a", 2, 31 * day) is False
+
     async def test_daily_counts_add_up_per_day(self, store: Store) -> None:
         await store.add_counts({("2026-11-29", "messages"): 3, ("2026-11-30", "messages"): 1})
         await store.add_counts({("2026-11-29", "messages"): 2, ("2026-11-29", "fallbacks"): 1})

@@ -8,7 +8,7 @@ import datetime as dtm
 import pytest
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
 
-from bot.adapters.telegram.outbound import ALERT, CRISIS, Send, Sender
+from bot.adapters.telegram.outbound import ALERT, CRISIS, HURRIED, Send, Sender
 
 
 class Telegram:
@@ -44,6 +44,34 @@ async def test_after_a_pause_crisis_goes_first_then_alerts_then_the_rest_in_orde
     await asyncio.gather(first, *waiting)
     assert telegram.order == ["crisis", "alert", "first", "normal", "later"]
     assert sender.retries == 1
+    await sender.shutdown()
+
+
+async def test_what_a_chat_with_a_crisis_waiting_sends_goes_crisis_first() -> None:
+    sender = Sender(1000.0, max_delay=0.01)
+    telegram = Telegram(RetryAfter(dtm.timedelta(seconds=0.1)))
+    first = asyncio.create_task(send(sender, telegram, "first"))
+    await asyncio.sleep(0.05)
+
+    async def hurried() -> dict:
+        HURRIED.set(True)  # what the intake sets in the lane of a chat with a crisis message waiting
+        return await send(sender, telegram, "hurried")
+
+    waiting = [asyncio.create_task(send(sender, telegram, "normal")), asyncio.create_task(hurried())]
+    await asyncio.gather(first, *waiting)
+    assert telegram.order == ["hurried", "first", "normal"]
+    await sender.shutdown()
+
+
+async def test_a_429_to_an_alert_pauses_alerts_only() -> None:
+    sender = Sender(1000.0, max_delay=0.01)
+    telegram = Telegram(RetryAfter(dtm.timedelta(seconds=0.3)))
+    alert = asyncio.create_task(send(sender, telegram, "alert", ALERT))
+    await asyncio.sleep(0.05)  # the alert got its 429
+    await asyncio.wait_for(send(sender, telegram, "reply"), timeout=0.2)  # not held by the alert's pause
+    second = asyncio.create_task(send(sender, telegram, "second alert", ALERT))
+    await asyncio.gather(alert, second)
+    assert telegram.order == ["reply", "alert", "second alert"]
     await sender.shutdown()
 
 

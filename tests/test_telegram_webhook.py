@@ -8,6 +8,7 @@ from pathlib import Path
 
 import aiohttp
 
+from bot.errors import StoreError
 from bot.store.memory import MemoryStore
 from tests.fake_bot_api import FakeBotApi
 from tests.telegram_harness import WEBHOOK_SECRET, Running, telegram_bot
@@ -95,3 +96,30 @@ async def test_telegram_gets_its_200_only_once_the_update_is_journalled(api: Fak
         assert await post(tg, update(6002, "thanks"), {"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET}) == 200
         await tg.answered(2)  # a redelivered 6001 would have been answered before 6002, in the same chat
         assert len(tg.api.sent(ALICE)) == 2 and tg.bot.answered == 2
+
+
+class BusyJournal(MemoryStore):
+    """A store whose journal refuses writes while ``busy``, like a database another process holds locked."""
+
+    busy = True
+
+    async def record_updates(
+        self, updates: Sequence[tuple[int, str]], at: float, lanes: Mapping[int, int] | None = None
+    ) -> list[int]:
+        if self.busy:
+            raise StoreError("database is locked")
+        return await super().record_updates(updates, at, lanes)
+
+
+async def test_an_update_the_journal_did_not_take_is_answered_and_refused_so_telegram_sends_it_again(
+    api: FakeBotApi, tmp_path: Path
+) -> None:
+    store, secret = BusyJournal(), {"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET}
+    async with telegram_bot(api, tmp_path, webhook=True, store=store) as tg:
+        assert await post(tg, update(7001, "I want to die"), secret) == 503
+        await tg.api.wait_sent(ALICE, 1)  # the crisis reply does not wait for the journal
+        store.busy = False
+        assert await post(tg, update(7001, "I want to die"), secret) == 200  # Telegram's retry
+        assert await store.unanswered_updates() == []
+        await asyncio.sleep(0.3)
+        assert len(tg.api.sent(ALICE)) == 1  # the retry is not answered again

@@ -6,7 +6,7 @@ import asyncio
 import shutil
 import textwrap
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from bot.engine import Engine
@@ -23,11 +23,12 @@ FAREWELL = "Take care of yourself."
 def stderr_alerter(stream: TextIO) -> Alerter:
     """Operators' alerts for a terminal session: one line on stderr per escalation."""
 
-    async def alert(escalation: Escalation) -> None:
-        stream.write(
-            f"[operator alert] {escalation.level.value} escalation, category {escalation.category}, "
-            f"rule {escalation.rule}, person {escalation.user_key[:8]}, id {escalation.id}\n"
-        )
+    async def alert(escalations: Sequence[Escalation]) -> None:
+        for escalation in escalations:
+            stream.write(
+                f"[operator alert] {escalation.level.value} escalation, category {escalation.category}, "
+                f"rule {escalation.rule}, person {escalation.user_key[:8]}, id {escalation.id}\n"
+            )
         stream.flush()
 
     return alert

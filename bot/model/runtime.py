@@ -6,6 +6,7 @@ import hashlib
 import json
 import logging
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,9 @@ IMMINENT_CATEGORIES = frozenset({"attempt"})
 """Categories whose confident detection is imminent: an attempt told by what was done calls for 911 too."""
 CONCERN_CATEGORIES = frozenset({"hopelessness"})
 """Categories that stay a gentle check-in however confident the model is (risk factors, not ideation)."""
+
+RECENT = 32
+"""``probabilities`` keeps this many recent texts' embeddings for ``embed``: one pass serves screen and matcher."""
 
 _REPEATS = re.compile(r"(.)\1{2,}")
 
@@ -116,6 +120,8 @@ class CrisisModel:
         self._tokenizer.no_padding()
         self._cls, self._sep = self._tokenizer.token_to_id("[CLS]"), self._tokenizer.token_to_id("[SEP]")
         self._tracks = np.array([TRACKS.get(label) is Track.OTHERS for label in LABELS])
+        self._recent: OrderedDict[int, np.ndarray] = OrderedDict()
+        """A text's hash (never the text) -> its first window's embedding, from a recent ``probabilities``."""
 
     def _windows(self, text: str) -> list[list[int]]:
         ids = self._tokenizer.encode(model_text(text), add_special_tokens=False).ids
@@ -137,18 +143,32 @@ class CrisisModel:
     def probabilities(self, texts: list[str]) -> np.ndarray:
         """Each text's label probabilities, from its highest-scoring window (rows in ``LABELS`` order)."""
         windows = [self._windows(text) for text in texts]
-        probs, _ = self._run([window for group in windows for window in group])
+        probs, embeddings = self._run([window for group in windows for window in group])
         rows, at = [], 0
-        for group in windows:
+        for text, group in zip(texts, windows, strict=True):
             chunk = probs[at : at + len(group)]
             rows.append(chunk[int(np.argmin(chunk[:, 0]))])
+            self._remember(hash(text), embeddings[at])
             at += len(group)
         return np.array(rows)
 
+    def _remember(self, key: int, embedding: np.ndarray) -> None:
+        self._recent[key] = embedding
+        self._recent.move_to_end(key)
+        while len(self._recent) > RECENT:
+            self._recent.popitem(last=False)
+
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Unit-length sentence embeddings (mean-pooled, one row per text; a long text by its first window)."""
-        _, embeddings = self._run([self._windows(text)[0] for text in texts])
-        return embeddings
+        """Unit-length sentence embeddings (mean-pooled, one row per text; a long text by its first window).
+
+        A text the crisis head just read is not run again: its embedding came out of the same pass.
+        """
+        found = {key: self._recent[key] for key in map(hash, texts) if key in self._recent}
+        missing = [text for text in dict.fromkeys(texts) if hash(text) not in found]
+        if missing:
+            _, embeddings = self._run([self._windows(text)[0] for text in missing])
+            found.update(zip(map(hash, missing), embeddings, strict=True))
+        return np.array([found[hash(text)] for text in texts])
 
     def assess(self, text: str) -> Assessment:
         """The crisis score and category of one message."""

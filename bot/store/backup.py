@@ -28,6 +28,7 @@ class Backup:
 TABLE_COUNTS = {
     "sessions": "SELECT COUNT(*) FROM sessions",
     "escalations": "SELECT COUNT(*) FROM escalations",
+    "escalation_reminders": "SELECT COUNT(*) FROM escalation_reminders",
     "daily_counts": "SELECT COUNT(*) FROM daily_counts",
     "updates": "SELECT COUNT(*) FROM updates",
     "message_ids": "SELECT COUNT(*) FROM message_ids",

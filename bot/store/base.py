@@ -116,6 +116,17 @@ class EscalationLog(ABC):
         """Every anonymous daily counter from ``first_day`` on (all days for ``None``), by (day, name)."""
 
     @abstractmethod
+    async def record_reminder(self, escalation_id: str, number: int, at: float) -> bool:
+        """Record that reminder ``number`` (from 1) of an escalation went to the operators; ``False`` if it had.
+
+        A reminder goes with its escalation: ``forget`` and ``purge`` delete it too.
+        """
+
+    @abstractmethod
+    async def unacked_reminders(self) -> dict[str, list[float]]:
+        """When the reminders of escalations nobody has acknowledged were sent, oldest first, by escalation id."""
+
+    @abstractmethod
     async def claim_run(self, name: str, at: float) -> bool:
         """Claim the run of a once-a-period job (``retention:2026-11-29``); ``True`` only for the first claim.
 

@@ -100,3 +100,11 @@ def session_to_row(session: Session) -> tuple[Any, ...]:
         session.crisis_at,
         session.crisis_track.value if session.crisis_track else None,
     )
+
+
+def reminders(rows: Sequence[Sequence[Any]]) -> dict[str, list[float]]:
+    """(escalation id, time) rows, oldest reminder first within each escalation, as times by escalation id."""
+    found: dict[str, list[float]] = {}
+    for escalation_id, at in rows:
+        found.setdefault(escalation_id, []).append(at)
+    return found

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from bot.models import Escalation, Level, Session
+from bot.store import codec
 from bot.store.base import Answered, Purged, Store, day_of, folded_count_name
 from bot.store.locks import LocalLocks
 
@@ -41,6 +42,7 @@ class MemoryStore(Store):
         self._message_ids: dict[tuple[str, int], float] = {}
         self._told_groups: dict[str, float] = {}
         self._job_runs: dict[str, float] = {}
+        self._reminders: dict[tuple[str, int], float] = {}
 
     async def open(self) -> None:
         """Nothing to open."""
@@ -61,9 +63,7 @@ class MemoryStore(Store):
 
     async def forget(self, user_key: str) -> int:
         gone = [key for key, escalation in self._escalations.items() if escalation.user_key == user_key]
-        for key in gone:
-            del self._escalations[key]
-            self._positions.pop(key, None)
+        self._drop(gone)
         return len(gone) + (1 if self._sessions.pop(user_key, None) else 0) + await self.drop_message_ids(user_key)
 
     async def add_counts(self, counts: Mapping[tuple[str, str], int]) -> None:
@@ -116,9 +116,7 @@ class MemoryStore(Store):
         past = [e for e in self._escalations.values() if e.at < before]
         old = [e for e in past if not keep_unacked or e.acked_by is not None]
         self._counts.update(Counter((day_of(e.at), folded_count_name(e)) for e in old))
-        for escalation in old:
-            del self._escalations[escalation.id]
-            self._positions.pop(escalation.id, None)
+        self._drop([escalation.id for escalation in old])
         idle = [key for key, session in self._sessions.items() if session.last_seen < before]
         for key in idle:
             del self._sessions[key]
@@ -174,6 +172,24 @@ class MemoryStore(Store):
         for key in gone:
             del self._message_ids[key]
         return len(gone)
+
+    def _drop(self, escalation_ids: Sequence[str]) -> None:
+        """Delete escalations, with their positions and reminders."""
+        for key in escalation_ids:
+            del self._escalations[key]
+            self._positions.pop(key, None)
+        for reminder in [reminder for reminder in self._reminders if reminder[0] in escalation_ids]:
+            del self._reminders[reminder]
+
+    async def record_reminder(self, escalation_id: str, number: int, at: float) -> bool:
+        if escalation_id not in self._escalations or (escalation_id, number) in self._reminders:
+            return False
+        self._reminders[(escalation_id, number)] = at
+        return True
+
+    async def unacked_reminders(self) -> dict[str, list[float]]:
+        unacked = {key for key, escalation in self._escalations.items() if escalation.acked_by is None}
+        return codec.reminders([(key, at) for (key, _), at in sorted(self._reminders.items()) if key in unacked])
 
     async def claim_run(self, name: str, at: float) -> bool:
         if name in self._job_runs:

@@ -73,6 +73,10 @@ _LANE = "SELECT update_id, raw FROM updates WHERE lane = $1 AND raw IS NOT NULL 
 _WAITING = (
     "SELECT DISTINCT lane FROM updates WHERE raw IS NOT NULL AND lane IS NOT NULL AND received_at < $1 ORDER BY lane"
 )
+_UNACKED_REMINDERS = (
+    "SELECT r.escalation_id, r.at FROM escalation_reminders r JOIN escalations e ON e.id = r.escalation_id"
+    " WHERE e.acked_by IS NULL ORDER BY r.escalation_id, r.number"
+)
 _REMEMBER_MESSAGE = "INSERT INTO message_ids (chat_key, message_id, at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
 
 
@@ -316,6 +320,21 @@ class PostgresStore(Store):
     async def purge_message_ids(self, before: float) -> int:
         async with self._connection("purge old message ids") as connection:
             return _count(await connection.execute("DELETE FROM message_ids WHERE at < $1", before))
+
+    async def record_reminder(self, escalation_id: str, number: int, at: float) -> bool:
+        async with self._connection("record a reminder") as connection:
+            status = await connection.execute(
+                "INSERT INTO escalation_reminders (escalation_id, number, at)"
+                " SELECT id, $2, $3 FROM escalations WHERE id = $1 ON CONFLICT DO NOTHING",
+                escalation_id,
+                number,
+                at,
+            )
+        return _count(status) == 1
+
+    async def unacked_reminders(self) -> dict[str, list[float]]:
+        async with self._connection("read reminders") as connection:
+            return codec.reminders([tuple(row) for row in await connection.fetch(_UNACKED_REMINDERS)])
 
     async def claim_run(self, name: str, at: float) -> bool:
         async with self._connection("claim a job's run") as connection:

@@ -67,6 +67,10 @@ _LANE = "SELECT update_id, raw FROM updates WHERE lane = ? AND raw IS NOT NULL O
 _WAITING = (
     "SELECT DISTINCT lane FROM updates WHERE raw IS NOT NULL AND lane IS NOT NULL AND received_at < ? ORDER BY lane"
 )
+_UNACKED_REMINDERS = (
+    "SELECT r.escalation_id, r.at FROM escalation_reminders r JOIN escalations e ON e.id = r.escalation_id"
+    " WHERE e.acked_by IS NULL ORDER BY r.escalation_id, r.number"
+)
 _REMEMBER_MESSAGE = "INSERT OR IGNORE INTO message_ids (chat_key, message_id, at) VALUES (?, ?, ?)"
 
 _Result = TypeVar("_Result")
@@ -380,6 +384,19 @@ class SqliteStore(Store):
         async with self._guard("purge old message ids"), self._transaction():
             cursor = await self.db.execute("DELETE FROM message_ids WHERE at < ?", (before,))
             return cursor.rowcount
+
+    @_shielded
+    async def record_reminder(self, escalation_id: str, number: int, at: float) -> bool:
+        async with self._guard("record a reminder"), self._transaction():
+            cursor = await self.db.execute(
+                "INSERT OR IGNORE INTO escalation_reminders (escalation_id, number, at)"
+                " SELECT id, ?, ? FROM escalations WHERE id = ?",
+                (number, at, escalation_id),
+            )
+            return cursor.rowcount == 1
+
+    async def unacked_reminders(self) -> dict[str, list[float]]:
+        return codec.reminders(await self._rows("read reminders", _UNACKED_REMINDERS))
 
     @_shielded
     async def claim_run(self, name: str, at: float) -> bool:

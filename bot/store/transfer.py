@@ -38,6 +38,7 @@ TABLES: dict[str, tuple[str, ...]] = {
         "acked_at",
         "alerted_at",
     ),
+    "escalation_reminders": ("escalation_id", "number", "at"),
     "daily_counts": ("day", "name", "value"),
     "updates": ("update_id", "received_at", "raw", "answered_at", "lane"),
     "message_ids": ("chat_key", "message_id", "at"),

@@ -10,7 +10,8 @@ import os
 import time
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from telegram import Bot, BotCommand, LinkPreviewOptions, Update
 from telegram.constants import ChatType, ParseMode
@@ -28,9 +29,10 @@ from telegram.warnings import PTBUserWarning
 
 from bot.adapters.telegram import health as telegram_health
 from bot.adapters.telegram import texts
-from bot.adapters.telegram.health import TELEGRAM, TelegramMetrics
-from bot.adapters.telegram.inbound import ALLOWED_UPDATES, Intake, Journal, Lanes, poll, until_stopped
-from bot.adapters.telegram.operators import Operators, telegram_alerter, telegram_content_alert
+from bot.adapters.telegram.health import ACCESS, TELEGRAM, TelegramMetrics
+from bot.adapters.telegram.inbound import ALLOWED_UPDATES, Intake, Journal, poll, until_stopped
+from bot.adapters.telegram.lanes import Lanes, words_of
+from bot.adapters.telegram.operators import Operators, telegram_alerter, telegram_content_alert, telegram_reminder
 from bot.adapters.telegram.outbound import Sender
 from bot.adapters.telegram.people import People
 from bot.adapters.telegram.render import plain
@@ -44,11 +46,14 @@ from bot.health import Health
 from bot.http import HttpServer, serve_monitoring
 from bot.logs import quiet_library_logs
 from bot.metrics import Metrics
-from bot.models import ReplyKind
+from bot.models import Level, ReplyKind
 from bot.service import running_service
 from bot.store import EscalationLog, Locks, Store
 
 log = logging.getLogger("unhooked.telegram")
+
+REFUSED_LOG_EVERY = 60.0
+"""Seconds between the critical log lines of a bot whose token Telegram refuses."""
 
 COMMANDS = (
     ("start", "Start, and what this bot is"),
@@ -76,8 +81,11 @@ class TelegramBot:
         *,
         clock: Callable[[], float] = time.time,
         metrics: TelegramMetrics | None = None,
+        refused: asyncio.Event | None = None,
     ) -> None:
         self.engine = engine
+        self.refused = refused or asyncio.Event()
+        """Set once Telegram refuses the token: updates answered from then on are not crossed off."""
         self.settings = settings
         self.telegram = telegram
         self.application = application
@@ -87,6 +95,8 @@ class TelegramBot:
         self._clock = clock
         self.answered = 0
         """Updates answered since start."""
+        self.left = 0
+        """Updates left in the journal unanswered because the token was refused."""
         self.telegram_metrics = metrics
         """The adapter's own metrics (blocked people), beside the engine's."""
         self.replies = Replies(engine, telegram, application, clock=clock, metrics=metrics)
@@ -126,12 +136,21 @@ class TelegramBot:
         self.application.add_error_handler(self.on_error)
 
     async def handle(self, update: Update) -> None:
-        """Answer one update completely, then cross it off the journal (not if cancelled half-way)."""
+        """Answer one update completely, then cross it off the journal (not if cancelled half-way).
+
+        Once the token is refused nothing can be sent: the update is left in the journal for the next start.
+        """
+        if self.refused.is_set():
+            self.left += 1
+            return
         turn = self.replies.begin(update)
         try:
             await self.application.process_update(update)
         finally:
             del self.replies.turns[update.update_id]
+        if self.refused.is_set():  # refused while answering: its replies did not go out
+            self.left += 1
+            return
         await self.journal.answered(update, turn.chat_key, turn.message_ids)
         self.answered += 1
 
@@ -161,11 +180,23 @@ class TelegramBot:
         frames = "".join(traceback.format_tb(error.__traceback__)) if error is not None else ""
         update_id = update.update_id if isinstance(update, Update) else None
         log.error("update %s: %s in a handler\n%s", update_id, type(error).__name__, frames.rstrip())
+        self.engine.metrics.handler_errors.inc(TELEGRAM)
         if isinstance(update, Update) and update.effective_chat and update.effective_chat.type == ChatType.PRIVATE:
             try:
                 await self.replies.send(update, [plain(APOLOGY)], kind=ReplyKind.NOTICE.value)
             except TelegramError as failure:
                 log.error("could not send the apology either: %s", type(failure).__name__)
+
+
+def crisis_first(engine: Engine) -> Callable[[Update], bool]:
+    """The engine's one crisis screen on an update's words as it arrives: a crisis or imminent one goes first."""
+
+    def urgent(update: Update) -> bool:
+        words = words_of(update)
+        found = engine.screen.detect(words) if words else None
+        return found is not None and found.level.rank >= Level.CRISIS.rank
+
+    return urgent
 
 
 def build_application(telegram: TelegramSettings, sender: Sender) -> Application:
@@ -235,6 +266,7 @@ async def run_telegram(
     operators = telegram.operator_chat_id
     alerter = telegram_alerter(application, operators) if operators else None
     content_alert = telegram_content_alert(application, operators) if operators else None
+    reminder = telegram_reminder(application, operators) if operators else None
     try:
         if await until_stopped(stop, application.initialize()):
             return 0
@@ -244,12 +276,16 @@ async def run_telegram(
         ) from None
     metrics = Metrics()
     try:
-        async with running_service(settings, store, alerter, content_alert, metrics=metrics) as service:
+        async with running_service(
+            settings, store, alerter, content_alert, metrics=metrics, reminder=reminder
+        ) as service:
             engine = service.engine
-            watched = TelegramMetrics(metrics.registry, engine.faults)
+            watched = TelegramMetrics(metrics, engine.faults)
             sender.watch(watched)
             journal = Journal(service.store, metrics=metrics, faults=engine.faults)
-            bot = TelegramBot(engine, settings, telegram, application, journal, service.store, metrics=watched)
+            bot = TelegramBot(
+                engine, settings, telegram, application, journal, service.store, metrics=watched, refused=sender.refused
+            )
             locks = service.store.locks
             await claim_the_token(locks, webhook=webhook)
             limit, observe = telegram.max_concurrent_chats, watched.answering.observe
@@ -258,10 +294,10 @@ async def run_telegram(
                     bot.handle, limit, journal, locks, application.bot, engine.sessions, on_answered=observe
                 )
             else:
-                lanes = Lanes(bot.handle, limit, on_answered=observe)
+                lanes = Lanes(bot.handle, limit, on_answered=observe, urgent=crisis_first(engine))
             watched.pending.read = lambda: lanes.pending
             intake = Intake(journal, lanes, watched)
-            health = service.health({TELEGRAM: telegram_health.LINK_GRACE})
+            health = service.health({TELEGRAM: telegram_health.LINK_GRACE, ACCESS: 0.0})
             return await _serve(bot, intake, health, locks, webhook=webhook, stop=stop, started=started)
     finally:
         await application.shutdown()
@@ -295,10 +331,10 @@ async def _serve(
             gc.freeze()
             if started is not None:
                 started(bot, server)
-            if webhook:
-                await stop.wait()
-            else:
-                await poll(
+            taking = (
+                stop.wait()
+                if webhook
+                else poll(
                     application.bot,
                     intake,
                     stop,
@@ -307,8 +343,9 @@ async def _serve(
                     request_timeout=telegram.request_timeout,
                     metrics=bot.telegram_metrics,
                 )
-    except InvalidToken:
-        raise ConfigError("Telegram refused TELEGRAM_BOT_TOKEN while running; check the token") from None
+            )
+            if await _until_refused(taking, bot.refused):
+                await _refused(bot, stop)
     finally:
         if server is not None:
             await server.stop()
@@ -324,6 +361,31 @@ async def _serve(
     if left:
         log.warning("%d updates were not answered before the stop; the next start answers them", left)
     return left
+
+
+async def _until_refused(work: Coroutine[Any, Any, object], refused: asyncio.Event) -> bool:
+    """Run ``work`` (polling, or waiting for the stop) unless Telegram refuses the token first; ``True`` if it did.
+
+    Polling is cancelled where it stands: the last batch is journalled and is not confirmed.
+    """
+    try:
+        return await until_stopped(refused, work)
+    except InvalidToken:  # polling's own getUpdates was refused
+        refused.set()
+        return True
+
+
+async def _refused(bot: TelegramBot, stop: asyncio.Event) -> None:
+    """The token is refused: take and confirm nothing more, say so in health and the log until stopped."""
+    detail = (
+        "Telegram refused TELEGRAM_BOT_TOKEN (revoked or replaced with @BotFather?): nothing more is answered or "
+        "confirmed; what came in waits in the journal: set a valid token and restart"
+    )
+    bot.engine.faults.fail(ACCESS, "refused", detail)
+    while True:
+        log.critical("%s (%d updates left for then)", detail, bot.left)
+        if await until_stopped(stop, delay=REFUSED_LOG_EVERY):
+            return
 
 
 async def _prepare(

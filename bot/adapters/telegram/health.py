@@ -18,15 +18,34 @@ from telegram.error import (
 )
 
 from bot.health import Faults
-from bot.metrics import Registry
+from bot.metrics import Metrics
 
 TELEGRAM = "telegram"
-"""The health check of the link to Telegram."""
+"""The health check of the link to Telegram; also the adapter's part in ``unhooked_handler_errors_total`` and, as
+``replies.CHANNEL``, its channel in ``unhooked_messages_total``."""
+ACCESS = "token"
+"""The health check of the bot's token: refused by Telegram, or used by another instance too. No grace."""
 LINK_GRACE = 60.0
 """Seconds sending or polling may keep failing before health reports it: Telegram's 429s and brief outages
 are normal and waited out; a minute of nothing getting through is not."""
 UPDATE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 """Seconds from an update's arrival to its last reply sent (queueing, the engine and Telegram's answers)."""
+KINDS = (
+    "retry_after",
+    "timed_out",
+    "network",
+    "server_error",
+    "bad_request",
+    "forbidden",
+    "conflict",
+    "invalid_token",
+    "other",
+)
+"""The error kinds ``error_kind`` gives a Bot API error."""
+METHODS = ("sendMessage", "getUpdates")
+"""The Bot API methods every bot calls all the time: their error series are shown at 0 from the start."""
+JOURNAL_OPERATIONS = ("journal_write", "journal_mark")
+"""The journal's store operations counted in ``unhooked_store_errors_total`` when they fail."""
 LINK_FAULTS = frozenset({"retry_after", "timed_out", "network", "server_error", "conflict", "invalid_token"})
 """Error kinds that mean the link to Telegram is failing (not one message or one person)."""
 
@@ -52,19 +71,27 @@ def error_kind(error: BaseException) -> str:
 
 
 class TelegramMetrics:
-    """The Telegram adapter's metrics, on the engine's registry, and its reports to health."""
+    """The Telegram adapter's metrics, on the engine's registry, and its reports to health.
 
-    def __init__(self, registry: Registry, faults: Faults) -> None:
+    Like the core's, its labelled series with known label values are shown at 0 from the start, and so are the
+    core's series this adapter feeds (messages on the ``telegram`` channel, the journal's store errors, handler
+    errors), so an alert on ``increase(...)`` fires for the first one after a start.
+    """
+
+    def __init__(self, metrics: Metrics, faults: Faults) -> None:
         self.faults = faults
+        registry = metrics.registry
+        metrics.messages.zero((TELEGRAM,))
+        metrics.store_errors.zero(*((operation,) for operation in JOURNAL_OPERATIONS))
+        metrics.handler_errors.zero((TELEGRAM,))
         self.errors = registry.counter(
             "unhooked_telegram_errors_total",
-            "Bot API requests that failed, by method and kind (retry_after, timed_out, network, server_error,"
-            " bad_request, forbidden, conflict, invalid_token, other).",
+            f"Bot API requests that failed, by method and kind ({', '.join(KINDS)}).",
             ("method", "kind"),
-        )
+        ).zero(*((method, kind) for method in METHODS for kind in KINDS))
         self.retries = registry.counter(
             "unhooked_telegram_retries_total", "Bot API requests sent again after a failure, by method.", ("method",)
-        )
+        ).zero(*((method,) for method in METHODS))
         self.updates = registry.counter(
             "unhooked_telegram_updates_total", "Updates taken from Telegram and journalled (duplicates left out)."
         )

@@ -17,13 +17,14 @@ import datetime as dtm
 import json
 import logging
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 
 from telegram import Bot, Update
-from telegram.error import EndPointNotFound, InvalidToken, RetryAfter, TelegramError
+from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter, TelegramError
 
-from bot.adapters.telegram.health import TelegramMetrics
+from bot.adapters.telegram.health import ACCESS, TelegramMetrics
+from bot.adapters.telegram.lanes import Lanes, lane_of
 from bot.adapters.telegram.outbound import backoff, seconds
 from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
@@ -50,17 +51,18 @@ MARK_WAIT = 0.25
 this only matters while the store is failing, when a crisis message must not wait behind it."""
 RECENT_IDS = 10_000
 """Update ids remembered in memory, to deduplicate even while the store is down."""
-MAX_PENDING = 1_000
-"""Updates waiting to be answered before polling pauses to let the bot catch up."""
+MAX_PENDING = 10_000
+"""Updates waiting to be answered before polling pauses to let the bot catch up (about 2.5 kB each in memory).
+Crisis messages are taken ahead of the queue only once fetched, so this is the backlog the bot holds itself
+rather than leaving it at Telegram, where a crisis message would wait unseen."""
+CONFLICT_PAUSE = 30.0
+"""Seconds polling pauses after a 409 (another instance on the token): the other one takes the updates
+meanwhile, so only one answers; if both keep running they take turns, and both report it."""
+CONFLICT_MEMORY = 600.0
+"""Seconds without a 409 before health stops reporting another instance."""
+ANOTHER_INSTANCE = "another instance"
 MARK_RETRY_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 """Back-off between failed writes of answered marks; the last one repeats while the store stays down."""
-
-
-def lane_of(update: Update) -> int:
-    """The chat an update belongs to: its replies go out in the order its updates came in."""
-    if update.effective_chat is not None:
-        return update.effective_chat.id
-    return update.effective_user.id if update.effective_user is not None else 0
 
 
 class Journal:
@@ -95,6 +97,10 @@ class Journal:
         self._recent: OrderedDict[int, None] = OrderedDict()
         self.unguarded: set[int] = set()
         """Updates admitted without reaching the journal (the store failed): only this process knows of them."""
+        self._unstored: dict[int, tuple[str, int]] = {}
+        """Updates admitted that the journal did not take yet, with their JSON and chat, written with each batch."""
+        self._held_marks: dict[int, tuple[Answered, asyncio.Future[None]]] = {}
+        """Marks of updates answered while unstored: queued once their rows are in the journal."""
         self._marks: list[tuple[Answered, asyncio.Future[None]]] = []
         self._marking = asyncio.Lock()
         self._wake = asyncio.Event()
@@ -113,30 +119,54 @@ class Journal:
             self._recent.popitem(last=False)
         return False
 
+    @property
+    def first_unstored(self) -> int | None:
+        """The oldest update admitted that the journal has not taken yet: Telegram must not be told it arrived."""
+        return min(self._unstored) if self._unstored else None
+
+    def stored(self, update_id: int) -> bool:
+        """Whether an admitted update is in the journal (or was answered before)."""
+        return update_id not in self._unstored
+
     async def admit(self, updates: Sequence[Update], raw: Sequence[object] | None = None) -> list[Update]:
         """Journal a batch in one transaction; return the updates to answer (none answered or under way).
 
         ``raw`` is each update's JSON as Telegram sent it, journalled as it is; without it the update is
-        turned back into JSON (PTB's ``to_dict``, a tenth of a millisecond each).
+        turned back into JSON (PTB's ``to_dict``, a tenth of a millisecond each). Updates the journal did not
+        take in time are answered anyway (a crisis reply must not wait for a locked database) and kept
+        ``unstored``: polling does not confirm them, so Telegram sends them again, and each later batch
+        writes them again with its own until the journal takes them.
         """
         sent = raw if raw is not None else [None] * len(updates)
         new = [(update, data) for update, data in zip(updates, sent, strict=True) if not self._seen(update.update_id)]
-        if not new:
+        waiting = dict(self._unstored)
+        for update, data in new:
+            text = json.dumps(update.to_dict() if data is None else data, ensure_ascii=False)
+            waiting[update.update_id] = (text, lane_of(update))
+        if not waiting:
             return []
-        rows = [
-            (update.update_id, json.dumps(update.to_dict() if data is None else data, ensure_ascii=False))
-            for update, data in new
-        ]
-        lanes = {update.update_id: lane_of(update) for update, _ in new}
+        rows = [(update_id, text) for update_id, (text, _) in waiting.items()]
+        lanes = {update_id: lane for update_id, (_, lane) in waiting.items()}
         try:
             async with asyncio.timeout(JOURNAL_WAIT):
                 fresh = set(await self.store.record_updates(rows, self._clock(), lanes))
         except (StoreError, TimeoutError) as error:
             self._failed("journal_write", "update journal", error, JOURNAL_WAIT)
-            log.error("could not journal %d updates (%s); answering them unguarded", len(new), type(error).__name__)
+            log.error(
+                "could not journal %d updates (%s); answering them, and not confirming them to Telegram",
+                len(waiting),
+                type(error).__name__,
+            )
+            self._unstored = waiting
             self.unguarded.update(lanes)
             return [update for update, _ in new]
         self.faults.clear(STORE, "update journal")
+        if self._unstored:
+            log.warning("journalled %d updates that had waited for the database", len(self._unstored))
+            self._unstored = {}
+            for mark in self._held_marks.values():  # answered while unstored: crossed off now they are stored
+                self._queue_mark(*mark)
+            self._held_marks.clear()
         return [update for update, _ in new if update.update_id in fresh]
 
     def _failed(self, operation: str, source: str, error: BaseException, waited: float = STORE_TIMEOUT) -> None:
@@ -151,11 +181,18 @@ class Journal:
         """
         self.unguarded.discard(update.update_id)
         written = asyncio.get_running_loop().create_future()
-        self._marks.append((Answered(update.update_id, chat_key, tuple(message_ids)), written))
+        mark = Answered(update.update_id, chat_key, tuple(message_ids))
+        if update.update_id in self._unstored:
+            self._held_marks[update.update_id] = (mark, written)  # written once its journal row is
+            return
+        self._queue_mark(mark, written)
+        await asyncio.wait({written}, timeout=MARK_WAIT)
+
+    def _queue_mark(self, mark: Answered, written: asyncio.Future[None]) -> None:
+        self._marks.append((mark, written))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.get_running_loop().create_task(self._write_forever(), name="journal-marks")
         self._wake.set()
-        await asyncio.wait({written}, timeout=MARK_WAIT)
 
     async def flush(self) -> None:
         """Write every queued mark now, after a batch under way; raises ``StoreError`` or ``TimeoutError``."""
@@ -255,69 +292,6 @@ async def answer_in_slot(
                 on_answered(time.perf_counter() - arrived)
 
 
-class Lanes:
-    """One lane per chat: a chat's updates one at a time, in order; different chats at once, up to ``limit``."""
-
-    def __init__(
-        self,
-        handle: Callable[[Update], Awaitable[None]],
-        limit: int,
-        on_answered: Callable[[float], None] | None = None,
-    ) -> None:
-        self._handle = handle
-        self._slots = asyncio.Semaphore(limit)
-        self._lanes: dict[int, deque[tuple[Update, float]]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._changed = asyncio.Condition()
-        self._on_answered = on_answered
-        """Told the seconds from each update's arrival to its answer (the latency histogram)."""
-        self.pending = 0
-        """Updates submitted and not yet answered."""
-
-    def submit(self, update: Update) -> None:
-        """Queue an update behind the earlier ones of its chat."""
-        self.pending += 1
-        key = lane_of(update)
-        lane = self._lanes.get(key)
-        if lane is not None:
-            lane.append((update, time.perf_counter()))
-            return
-        self._lanes[key] = deque([(update, time.perf_counter())])
-        task = asyncio.create_task(self._run(key), name="telegram-lane")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _run(self, key: int) -> None:
-        lane = self._lanes[key]
-        try:
-            while lane:
-                update, arrived = lane[0]
-                await answer_in_slot(self._slots, self._handle, update, arrived, self._on_answered)
-                lane.popleft()
-                self.pending -= 1
-                async with self._changed:
-                    self._changed.notify_all()
-        finally:
-            del self._lanes[key]
-
-    async def wait_below(self, limit: int) -> None:
-        """Return once fewer than ``limit`` updates are waiting (back-pressure for polling)."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: self.pending < limit)
-
-    async def drain(self, grace: float) -> int:
-        """Let every lane finish within ``grace`` seconds, then cancel the rest; return how many were left."""
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=grace)
-        left = self.pending
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        return left
-
-
 class Intake:
     """Where updates arrive, from polling or the webhook: journalled, deduplicated, queued per chat."""
 
@@ -376,6 +350,7 @@ async def poll(
     """Long-poll Telegram until ``stop`` is set; a batch is journalled before the next request confirms it."""
     offset: int | None = None
     failures = 0
+    last_conflict: float | None = None
     while not stop.is_set():
         if await until_stopped(stop, intake.lanes.wait_below(MAX_PENDING)):
             break
@@ -390,7 +365,12 @@ async def poll(
             log.warning("Telegram asked polling to wait %.1fs", delay)
         except InvalidToken:
             raise
-        except TelegramError as error:  # 5xx, network errors, Conflict: retried, polling never gives up
+        except Conflict as error:  # another process polls with this token, or set a webhook
+            _polling_failed(metrics, error)
+            last_conflict = time.monotonic()
+            delay = CONFLICT_PAUSE
+            _another_instance(metrics, delay)
+        except TelegramError as error:  # 5xx, network errors: retried, polling never gives up
             _polling_failed(metrics, error)
             failures += 1
             delay = backoff(failures, max_delay)
@@ -399,10 +379,18 @@ async def poll(
             failures = 0
             if metrics is not None:
                 metrics.worked("polling")
-            if updates:
+                if last_conflict is not None and time.monotonic() - last_conflict > CONFLICT_MEMORY:
+                    metrics.faults.clear(ACCESS, ANOTHER_INSTANCE)
+                    last_conflict = None
+            if updates or intake.journal.first_unstored is not None:
                 await intake.receive(updates, raw)
             offset = offset_after or offset
-            continue
+            unstored = intake.journal.first_unstored
+            if unstored is None:
+                continue
+            offset = unstored  # Telegram keeps (and sends again) what the journal has not taken
+            failures += 1
+            delay = backoff(failures, max_delay)
         if await until_stopped(stop, delay=delay):
             break
     if offset is not None:
@@ -437,6 +425,17 @@ async def _fetch(
         raw.append(data)
     last = found[-1].get("update_id") if found and isinstance(found[-1], dict) else None
     return updates, raw, last + 1 if isinstance(last, int) else None
+
+
+def _another_instance(metrics: TelegramMetrics | None, pause: float) -> None:
+    """Say loudly that another process takes this token's updates; polling pauses, so one of the two answers."""
+    detail = (
+        "Telegram answered getUpdates with 409 Conflict: another process polls with this token, or set a "
+        f"webhook for it; this one pauses polling {pause:g} s at a time until only one runs: stop the other"
+    )
+    log.critical(detail)
+    if metrics is not None:
+        metrics.faults.fail(ACCESS, ANOTHER_INSTANCE, detail)
 
 
 def _polling_failed(metrics: TelegramMetrics | None, error: TelegramError) -> None:

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Sequence
 
-from telegram import CallbackQuery, Update
+from telegram import CallbackQuery, InlineKeyboardMarkup, Update
 from telegram.error import BadRequest
 from telegram.ext import Application, ContextTypes
 
 from bot.adapters.telegram.outbound import ALERT
-from bot.adapters.telegram.render import acknowledged, alert, plain
+from bot.adapters.telegram.render import acknowledged, acknowledged_note, alerts, plain, reminder
 from bot.adapters.telegram.replies import Replies
 from bot.config import Settings
 from bot.errors import StoreError
-from bot.escalation import Alerter
+from bot.escalation import Alerter, Reminder
 from bot.models import Escalation
 from bot.reload import ContentAlert, Reload, reload_content_async
 from bot.sessions import day_of
@@ -60,7 +61,7 @@ class Operators:
         if escalation is None:
             return "This escalation is no longer in the log."
         with contextlib.suppress(BadRequest):  # already edited by an earlier tap
-            await query.edit_message_text(acknowledged(escalation), reply_markup=None)
+            await _mark_acknowledged(query, escalation)
         return "Acknowledged."
 
     async def on_stats(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -93,6 +94,20 @@ class Operators:
         await self.replies.send(update, [plain("\n".join(lines))])
 
 
+async def _mark_acknowledged(query: CallbackQuery, escalation: Escalation) -> None:
+    """Edit the alert: one escalation's alert shows who acknowledged it; an alert of several loses that button."""
+    markup = query.message.reply_markup if query.message is not None else None
+    rows = markup.inline_keyboard if markup is not None else ()
+    if len(rows) <= 1 or query.message is None:
+        await query.edit_message_text(acknowledged(escalation), reply_markup=None)
+        return
+    left = [row for row in rows if all(button.callback_data != f"ack:{escalation.id}" for button in row)]
+    await query.edit_message_text(
+        f"{query.message.text_html}\n\n{acknowledged_note(escalation, named=True)}",
+        reply_markup=InlineKeyboardMarkup(left) if left else None,
+    )
+
+
 def telegram_content_alert(application: Application, chat_id: int) -> ContentAlert:
     """Refused content reloads to the operators' chat, with the ``check`` lines that refused them."""
 
@@ -106,10 +121,20 @@ def telegram_content_alert(application: Application, chat_id: int) -> ContentAle
 
 
 def telegram_alerter(application: Application, chat_id: int) -> Alerter:
-    """Escalation alerts to the operators' chat, with an Acknowledge button."""
+    """Escalation alerts to the operators' chat (several in one message), with an Acknowledge button each."""
 
-    async def send_alert(escalation: Escalation) -> None:
-        message = alert(escalation)
+    async def send_alert(escalations: Sequence[Escalation]) -> None:
+        message = alerts(escalations)
         await application.bot.send_message(chat_id, message.html, reply_markup=message.buttons, rate_limit_args=ALERT)
 
     return send_alert
+
+
+def telegram_reminder(application: Application, chat_id: int) -> Reminder:
+    """Reminders of unacknowledged imminent escalations to the operators' chat, with the Acknowledge button."""
+
+    async def send_reminder(escalation: Escalation, number: int, of: int) -> None:
+        message = reminder(escalation, number, of)
+        await application.bot.send_message(chat_id, message.html, reply_markup=message.buttons, rate_limit_args=ALERT)
+
+    return send_reminder

@@ -5,12 +5,16 @@ Every Bot API call but ``getUpdates`` passes through ``Sender`` (python-telegram
 
 - ``RetryAfter`` (429): all sending pauses for the time Telegram named, then the request goes again,
   in its old place in the queue. Telegram does not say whether a 429 was for one chat or the whole bot,
-  so the pause is for the whole bot, as PTB's own ``AIORateLimiter`` does.
+  so the pause is for the whole bot, as PTB's own ``AIORateLimiter`` does; except for operators' alerts:
+  the operators' group has its own, much lower limit (about 20 messages a minute), so a 429 to an alert
+  pauses only alerts, and replies to people go on.
 - ``TimedOut`` and other ``NetworkError`` (5xx, connection refused): retried with capped exponential
   back-off, until it goes through or the bot stops. A timed-out request may have reached Telegram, so a
   retry can deliver a message twice; for a crisis reply that is better than not at all.
 - ``Forbidden`` (403, the person blocked the bot), ``BadRequest`` (400) and the rest: raised at once.
-- Waiting requests go out crisis replies first, then operators' alerts, then everything else.
+- ``InvalidToken`` (401, a revoked token): raised at once, and ``refused`` is set so the bot stops.
+- Waiting requests go out crisis replies first, then operators' alerts, then everything else. Everything a
+  chat with a crisis message waiting sends (``HURRIED``, set by the intake) counts as a crisis reply.
 - At most ``connections`` requests are under way at once (the HTTP pool's size), so the priority order
   above also decides who gets the next free connection: a crisis reply never queues inside the HTTP
   client behind ordinary ones. A small pool is also cheaper: httpx checks every idle connection of its
@@ -31,11 +35,12 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Coroutine
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
+from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, TelegramError
 from telegram.ext import BaseRateLimiter
 
 from bot.adapters.telegram.health import TelegramMetrics
@@ -65,6 +70,8 @@ class Send:
     """How many times it may be tried; ``None`` tries until it gets through or the bot stops."""
 
 
+HURRIED: ContextVar[bool] = ContextVar("hurried", default=False)
+"""Set while answering an update of a chat that has a crisis message waiting: its sends go crisis-first."""
 CRISIS = Send(Priority.CRISIS)
 ALERT = Send(Priority.ALERT, attempts=3)
 """Alerts give up sooner: the escalation log keeps them owed and the escalator tries again later."""
@@ -107,6 +114,8 @@ class Sender(BaseRateLimiter[Send]):
         self._tokens = self._burst
         self._refilled = clock()
         self._resume_at = 0.0
+        self._alerts_resume_at = 0.0
+        """When alerts may go again after a 429 to one of them (the operators' chat's own limit)."""
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
         self._pump: asyncio.Task[None] | None = None
@@ -114,6 +123,8 @@ class Sender(BaseRateLimiter[Send]):
         """How many requests were sent again after a failure."""
         self.metrics: TelegramMetrics | None = None
         """Where failures are counted and reported to health, once the bot is running (``watch``)."""
+        self.refused = asyncio.Event()
+        """Set when Telegram refuses the token (401 or 404 on a request): the bot stops confirming updates."""
 
     def watch(self, metrics: TelegramMetrics) -> None:
         """Count every failure in ``metrics`` from now on, and report a failing link to health."""
@@ -143,9 +154,13 @@ class Sender(BaseRateLimiter[Send]):
         rate_limit_args: Send | None,
     ) -> bool | dict[str, Any] | list[dict[str, Any]]:
         send = rate_limit_args or Send()
+        if send.priority is Priority.NORMAL and HURRIED.get():
+            send = Send(Priority.CRISIS, send.attempts)
         place = next(self._order)
         failures = 0
         while True:
+            if send.priority is Priority.ALERT:
+                await asyncio.sleep(max(0.0, self._alerts_resume_at - self._clock()))
             await self._turn(send.priority, place)
             try:
                 result = await callback(*args, **kwargs)
@@ -161,8 +176,10 @@ class Sender(BaseRateLimiter[Send]):
                 return result
             if self.metrics is not None:
                 self.metrics.failed(endpoint, failed)
+            if isinstance(failed, InvalidToken):
+                self.refused.set()
             if isinstance(failed, BadRequest) or not isinstance(failed, RetryAfter | NetworkError):
-                raise failed  # Forbidden (blocked), 400 and the rest: retrying would not help
+                raise failed  # a refused token, Forbidden (blocked), 400 and the rest: retrying would not help
             failures += 1
             await self._before_retry(endpoint, failed, failures, send)
             self.retries += 1
@@ -175,11 +192,15 @@ class Sender(BaseRateLimiter[Send]):
         self._freed.set()
 
     async def _before_retry(self, endpoint: str, error: RetryAfter | NetworkError, failures: int, send: Send) -> None:
-        """Pause everything for a 429, or this request for a network error; raise if it may not try again."""
+        """Pause for a 429 (all sending, or only alerts) or a network error (this request); raise if no tries left."""
         if isinstance(error, RetryAfter):
             wait = seconds(error.retry_after) + RETRY_AFTER_SLACK
-            self._resume_at = max(self._resume_at, self._clock() + wait)
-            log.warning("Telegram asked to wait %.1fs (%s); all sending pauses", wait, endpoint)
+            if send.priority is Priority.ALERT:
+                self._alerts_resume_at = max(self._alerts_resume_at, self._clock() + wait)
+                log.warning("Telegram asked alerts to wait %.1fs (the operators' chat); replies go on", wait)
+            else:
+                self._resume_at = max(self._resume_at, self._clock() + wait)
+                log.warning("Telegram asked to wait %.1fs (%s); all sending pauses", wait, endpoint)
         if send.attempts is not None and failures >= send.attempts:
             raise error
         if not isinstance(error, RetryAfter):  # TimedOut, 5xx, connection errors

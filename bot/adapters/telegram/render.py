@@ -114,6 +114,23 @@ def _when(at: float) -> str:
 
 def alert(escalation: Escalation) -> Outgoing:
     """The operators' alert: level, category, time, anonymous key; the excerpt only if one was kept."""
+    button = InlineKeyboardButton(texts.ACKNOWLEDGE, callback_data=f"ack:{escalation.id}")
+    return Outgoing("\n".join(_alert_lines(escalation)), InlineKeyboardMarkup([[button]]))
+
+
+def alerts(escalations: Sequence[Escalation]) -> Outgoing:
+    """Several escalations in one operators' alert, numbered, with one Acknowledge button each."""
+    if len(escalations) == 1:
+        return alert(escalations[0])
+    blocks = [f"<b>{len(escalations)} escalations</b>"]
+    buttons = []
+    for number, escalation in enumerate(escalations, 1):
+        blocks.append(f"{number}. " + "\n".join(_alert_lines(escalation)))
+        buttons.append([InlineKeyboardButton(f"{texts.ACKNOWLEDGE} {number}", callback_data=f"ack:{escalation.id}")])
+    return Outgoing("\n\n".join(blocks), InlineKeyboardMarkup(buttons))
+
+
+def _alert_lines(escalation: Escalation) -> list[str]:
     e = escalation
     lines = [
         f"<b>Escalation: {html.escape(e.level.value.upper())}</b>",
@@ -125,12 +142,23 @@ def alert(escalation: Escalation) -> Outgoing:
     ]
     if e.excerpt:
         lines.append(f"Excerpt (operator opt-in): {html.escape(e.excerpt, quote=False)}")
-    button = InlineKeyboardButton(texts.ACKNOWLEDGE, callback_data=f"ack:{e.id}")
-    return Outgoing("\n".join(lines), InlineKeyboardMarkup([[button]]))
+    return lines
+
+
+def reminder(escalation: Escalation, number: int, of: int) -> Outgoing:
+    """A reminder of an alert nobody acknowledged: which reminder it is, then the alert with its button."""
+    first = alert(escalation)
+    return Outgoing(f"<b>Reminder {number} of {of}: not acknowledged yet</b>\n{first.html}", first.buttons)
 
 
 def acknowledged(escalation: Escalation) -> str:
     """The alert once acknowledged: the same lines, and who acknowledged it when (no button)."""
+    return f"{alert(escalation).html}\n\n{acknowledged_note(escalation)}"
+
+
+def acknowledged_note(escalation: Escalation, *, named: bool = False) -> str:
+    """Who acknowledged an escalation when; ``named`` says which (the line added to an alert of several)."""
     by = html.escape(escalation.acked_by or "someone")
     when = _when(escalation.acked_at) if escalation.acked_at is not None else "an unknown time"
-    return f"{alert(escalation).html}\n\n✅ Acknowledged by {by} at {when}"
+    which = f"<code>{html.escape(escalation.id)}</code>: " if named else ""
+    return f"✅ {which}Acknowledged by {by} at {when}"

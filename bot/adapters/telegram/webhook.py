@@ -66,6 +66,9 @@ class WebhookHandler(tornado.web.RequestHandler):
             return
         update, data = found
         await self.intake.receive([update], [data])
+        if not self.intake.journal.stored(update.update_id):  # answered, but Telegram must send it again
+            await self._refuse(HTTPStatus.SERVICE_UNAVAILABLE, "the journal is busy; send this update again")
+            return
         self.set_status(HTTPStatus.OK)
         await self.finish()
 
