@@ -47,7 +47,7 @@ class Tally:
         """The share of messages with these labels that the screen caught (``of``: reached crisis)."""
         labels = list(labels)
         total = sum(self.total[label] for label in labels)
-        hit = sum((of or self.caught)[label] for label in labels)
+        hit = sum((self.caught if of is None else of)[label] for label in labels)
         return hit / total if total else None
 
     def as_dict(self) -> dict[str, object]:

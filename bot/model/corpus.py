@@ -75,6 +75,15 @@ def training(root: Path) -> list[Item]:
     return corpus + list(_project_sets(root))
 
 
+def safety_part(items: Iterable[Item]) -> list[Item]:
+    """The items that are not intent examples: the corpus and the must-catch and must-not-catch sets.
+
+    Intent examples (all "not a crisis") change whenever moderators edit content; the model does not have to be
+    retrained for that, so the card's ``safety_corpus_sha256`` and the recorded scores cover this part alone.
+    """
+    return [item for item in items if not item.source.startswith("intents/")]
+
+
 def blind(root: Path) -> list[Item]:
     """The frozen blind sets in ``tests/safety/blind/``: never trained or tuned on."""
     folder = root / "tests" / "safety" / "blind"

@@ -220,6 +220,7 @@ def train(root: Path, out: Path = FILES, recipe: Recipe = Recipe(), say: Callabl
         "recipe": recipe.__dict__,
         "command": "python -m bot safety train",
         "corpus_sha256": corpus.digest(items),
+        "safety_corpus_sha256": corpus.digest(corpus.safety_part(items)),
         "corpus_items": len(items),
         "corpus_labels": dict(Counter(item.label for item in items)),
         "torch": torch.__version__,
