@@ -26,7 +26,8 @@ EXAMPLE = """examples:
 TELEGRAM_EXAMPLE = """examples:
   python -m bench telegram
   python -m bench telegram --runs 5 --messages 5000 --users 500 --json > bench/telegram.json
-  python -m bench telegram --runs 1 --messages 500 --paced 100   # a quick look"""
+  python -m bench telegram --runs 1 --messages 500 --paced 100   # a quick look
+  python -m bench telegram --db postgresql://postgres@127.0.0.1:5432/test --webhook --replicas 3"""
 CRISIS_EXAMPLE = """examples:
   python -m bench crisis                                  # 3000 queued, 40 crisis messages, 25 sends/s
   python -m bench crisis --backlog 200 --crisis 5 --json  # a quick look"""
@@ -116,6 +117,23 @@ def _parser() -> argparse.ArgumentParser:
     telegram.add_argument(
         "--concurrency", type=int, default=32, help="updates handled at once by each bot (default 32, as shipped)"
     )
+    telegram.add_argument(
+        "--db",
+        metavar="POSTGRESQL_URL",
+        help="keep Unhooked's data on this PostgreSQL server (a fresh schema per run, dropped after) instead of a "
+        "fresh SQLite file, e.g. postgresql://postgres@127.0.0.1:5432/test",
+    )
+    telegram.add_argument(
+        "--webhook",
+        action="store_true",
+        help="run Unhooked in webhook mode behind a round-robin front the fake server posts updates to",
+    )
+    telegram.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="Unhooked processes behind the front (default 1; above 1 needs --webhook and --db)",
+    )
     telegram.add_argument("--json", action="store_true", help="print one JSON document instead of a table")
 
     crisis = commands.add_parser(
@@ -173,7 +191,7 @@ def _telegram_table(info: dict[str, object], summary: dict[str, Any]) -> str:
         f"machine: {info['cpu']}, {info['cores']} cores, Python {info['python']}, SQLite {info['sqlite']}",
         f"date:    {info['date']}; load average before {info['load_average']}, after {_load()}",
         f"load:    {summary['messages']} messages from {summary['users']} people at once, then {summary['paced']}"
-        f" at {summary['rate']:g}/s",
+        f" at {summary['rate']:g}/s; Unhooked on {summary['setup']}",
         "",
         "bot       start-up s  msg/s (best/median)  burst p50/p99 ms  paced p50/p90/p99 ms  peak MB  CPU ms/msg",
     ]
@@ -246,18 +264,31 @@ def _engine(args: argparse.Namespace) -> int:
 
 
 def _telegram(args: argparse.Namespace) -> int:
+    from bench.telegram import Setup
     from bench.telegram import benchmark as telegram_benchmark  # needs aiohttp (the dev extra)
 
     if not _positive_counts(args.runs, args.messages, args.users, args.rate, args.concurrency) or args.paced < 0:
         print("bench: --runs, --messages, --users, --rate and --concurrency must be 1 or more, --paced 0 or more")
         return 2
+    if args.db is not None and not args.db.startswith(("postgresql://", "postgres://")):
+        print(
+            f"bench: --db must be a PostgreSQL URL, e.g. postgresql://postgres@127.0.0.1:5432/test; it is {args.db!r}"
+        )
+        return 2
+    try:
+        setup = Setup(args.db, args.webhook, args.replicas)
+    except ValueError as error:
+        print(f"bench: {error}")
+        return 2
     info = machine()
     progress = (lambda line: print(line, file=sys.stderr)) if args.json else print
     progress(
         f"telegram benchmark: {args.runs} runs of each bot, {args.messages} messages from {args.users} people,"
-        f" then {args.paced} at {args.rate:g}/s"
+        f" then {args.paced} at {args.rate:g}/s; Unhooked on {setup.label}"
     )
-    report = telegram_benchmark(args.messages, args.users, args.paced, args.rate, args.runs, args.concurrency, progress)
+    report = telegram_benchmark(
+        args.messages, args.users, args.paced, args.rate, args.runs, args.concurrency, progress, setup
+    )
     summary = report.summary()
     if args.json:
         info["load_average_after"] = _load()

@@ -96,14 +96,14 @@ async def run_once(
                 stderr=log,
             )
         try:
-            await api.until(lambda: api.replies > 0, 60, process)
+            await api.until(lambda: api.replies > 0, 60, [process])
             queued = {}
             for number in range(crisis):
                 who = FIRST_IN_CRISIS + number
                 api.send(who, CRISIS_LINE)
                 queued[who] = time.perf_counter()
                 await asyncio.sleep(spacing)
-            await api.until(lambda: all(api.arrivals.get(who) for who in queued), 600, process)
+            await api.until(lambda: all(api.arrivals.get(who) for who in queued), 600, [process])
         finally:
             await stop(process)
         last = max(api.arrivals[who][0] for who in queued)

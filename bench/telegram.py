@@ -10,6 +10,12 @@ real HTTP on 127.0.0.1) in this process, one after the other and alternating, wi
 - **memory**: the process's peak resident set (``VmHWM`` in ``/proc/PID/status``), read before it stops;
 - **delivery**: every person's replies are compared with what they should be, in order: lost, duplicated and
   reordered replies are counted (for the echo bot, the texts sent; for Unhooked, an engine's transcript).
+
+Unhooked keeps its data in a fresh SQLite file, or with ``db`` in a fresh schema of that PostgreSQL server
+(dropped after the run). ``webhook`` runs it in webhook mode: ``replicas`` processes on the one database behind a
+round-robin front (``tests/front.py``) that the fake server posts each update to, one at a time, as Telegram does
+with one connection; start-up is then to the first reply of any replica, peak memory the largest replica's, and
+CPU the replicas' sum.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +39,8 @@ from bench.synthetic import message_mix
 from bot.config import default_content_dir
 from bot.content import Catalog, load_catalog
 from tests.fake_bot_api import FakeBotApi
+from tests.front import free_port, round_robin
+from tests.pg_schema import pg_schema
 
 OPERATORS = -1001234567890
 TARGETS = {"throughput_ratio": 0.6, "memory_ratio": 1.5, "startup_seconds": 2.0}
@@ -41,6 +49,29 @@ FIRST_PERSON = 900_000
 WARM_UP_PERSON = 899_999
 STARTUP_TIMEOUT = 60.0
 SECRET = "benchmark-secret-0123456789abcdef"  # noqa: S105 (made up for the benchmark)
+WEBHOOK_SECRET = "benchmark-webhook-secret-0123"  # noqa: S105 (made up for the benchmark)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Where Unhooked keeps its data and how updates reach it."""
+
+    db: str | None = None
+    """A PostgreSQL server (each run gets a fresh schema of it); ``None``: a fresh SQLite file."""
+    webhook: bool = False
+    replicas: int = 1
+
+    def __post_init__(self) -> None:
+        if self.replicas < 1:
+            raise ValueError("--replicas must be 1 or more")
+        if self.replicas > 1 and not (self.webhook and self.db):
+            raise ValueError("--replicas above 1 needs --webhook and --db (one poller per token; one shared database)")
+
+    @property
+    def label(self) -> str:
+        """How the table names this setup, e.g. ``unhooked postgres webhook x3``."""
+        mode = f"webhook x{self.replicas}" if self.webhook else "polling"
+        return f"{'postgres' if self.db else 'sqlite'} {mode}"
 
 
 class TimedApi(FakeBotApi):
@@ -57,12 +88,15 @@ class TimedApi(FakeBotApi):
         self.replies += 1
         return result
 
-    async def until(self, check: Callable[[], bool], timeout: float, process: asyncio.subprocess.Process) -> None:
-        """Wait until ``check()``; raise if the bot process ends or ``timeout`` passes first."""
+    async def until(
+        self, check: Callable[[], bool], timeout: float, processes: list[asyncio.subprocess.Process]
+    ) -> None:
+        """Wait until ``check()``; raise if a bot process ends or ``timeout`` passes first."""
         deadline = time.perf_counter() + timeout
         while not check():
-            if process.returncode is not None:
-                raise RuntimeError(f"the bot process ended with status {process.returncode}")
+            for process in processes:
+                if process.returncode is not None:
+                    raise RuntimeError(f"the bot process ended with status {process.returncode}")
             if time.perf_counter() > deadline:
                 raise TimeoutError(f"timed out after {timeout:.0f} s")
             await asyncio.sleep(0.005)
@@ -99,6 +133,8 @@ class Run:
     peak_rss_mb: float
     cpu_seconds: float
     delivery: dict[str, int]
+    replica_cpu_seconds: list[float] = field(default_factory=list)
+    """Each process's share of ``cpu_seconds`` (one for the echo bot and for polling)."""
 
 
 @dataclass
@@ -109,6 +145,8 @@ class Report:
     users: int
     paced: int
     rate: float
+    setup: str
+    """Unhooked's database and mode, e.g. ``postgres webhook x3``."""
     runs: list[Run] = field(default_factory=list)
 
     def of(self, bot: str) -> list[Run]:
@@ -158,6 +196,7 @@ class Report:
             "users": self.users,
             "paced": self.paced,
             "rate": self.rate,
+            "setup": self.setup,
             "bots": bots,
             "verdict": verdict,
             "targets": TARGETS,
@@ -231,14 +270,15 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def environment(api: FakeBotApi, bot: str, folder: Path, concurrency: int) -> dict[str, str]:
-    """The bot process's environment: the fake server, a fresh database, pacing lifted, quiet logs."""
+def environment(api: FakeBotApi, bot: str, folder: Path, concurrency: int, db: str | None) -> dict[str, str]:
+    """The bot process's environment: the fake server, a fresh database (``db``, else a file), pacing lifted,
+    quiet logs."""
     env = {**os.environ, **api.env(), "PYTHONDONTWRITEBYTECODE": "1"}
     if bot == "echo":
         return {**env, "ECHO_CONCURRENCY": str(concurrency)}
     return {
         **env,
-        "UNHOOKED_DB": str(folder / "data" / "bench.sqlite3"),
+        "UNHOOKED_DB": db or str(folder / "data" / "bench.sqlite3"),
         "UNHOOKED_SECRET": SECRET,
         "UNHOOKED_POLL_TIMEOUT": "1",
         "UNHOOKED_SENDS_PER_SECOND": "100000",
@@ -248,28 +288,67 @@ def environment(api: FakeBotApi, bot: str, folder: Path, concurrency: int) -> di
     }
 
 
-async def one_run(bot: str, plan: Plan, rate: float, concurrency: int, folder: Path) -> Run:
-    """Start one bot against a fresh fake server, run the plan through it, stop it, and measure."""
-    command = ["-m", "bench.echo"] if bot == "echo" else ["-m", "bot", "run"]
+@contextlib.asynccontextmanager
+async def fresh_schema(server: str | None) -> AsyncIterator[str | None]:
+    """A URL on a new schema of ``server`` for the block, dropped after; ``None`` without a server."""
+    if server is None:
+        yield None
+        return
+    async with pg_schema(server, "unhooked_bench") as url:
+        yield url
+
+
+async def _start(
+    bot: str, api: FakeBotApi, folder: Path, concurrency: int, db: str | None, webhook: dict[str, str]
+) -> asyncio.subprocess.Process:
+    """One bot process, its output in ``folder/bot.log``; in webhook mode when ``webhook`` has its settings."""
+    command = ["-m", "bench.echo"] if bot == "echo" else ["-m", "bot", "run", *(["--webhook"] if webhook else [])]
     folder.mkdir(parents=True)
-    async with TimedApi() as api:
-        api.group(OPERATORS, "Operators")
-        api.send(WARM_UP_PERSON, "hello")
-        log = (folder / "bot.log").open("wb")
-        started = time.perf_counter()
-        process = await asyncio.create_subprocess_exec(
+    with (folder / "bot.log").open("wb") as log:
+        return await asyncio.create_subprocess_exec(
             sys.executable,
             *command,
             cwd=Path(__file__).resolve().parent.parent,
-            env=environment(api, bot, folder, concurrency),
+            env={**environment(api, bot, folder, concurrency, db), **webhook},
             stdout=log,
             stderr=log,
         )
-        log.close()
+
+
+async def one_run(bot: str, plan: Plan, rate: float, concurrency: int, folder: Path, setup: Setup) -> Run:
+    """Start one bot (or its replicas) against a fresh fake server, run the plan through it, stop it, and measure."""
+    replicas = setup.replicas if bot == "unhooked" else 1
+    webhook = setup.webhook and bot == "unhooked"
+    ports = [free_port() for _ in range(replicas)]
+    async with (
+        TimedApi() as api,
+        round_robin(ports) as front,
+        fresh_schema(setup.db if bot == "unhooked" else None) as db,
+    ):
+        api.group(OPERATORS, "Operators")
+        api.send(WARM_UP_PERSON, "hello")
+        started = time.perf_counter()
+        processes = [
+            await _start(
+                bot,
+                api,
+                folder / f"replica{number}",
+                concurrency,
+                db,
+                {
+                    "UNHOOKED_WEBHOOK_URL": front,
+                    "UNHOOKED_WEBHOOK_SECRET": WEBHOOK_SECRET,
+                    "UNHOOKED_HTTP_PORT": str(port),
+                }
+                if webhook
+                else {},
+            )
+            for number, port in enumerate(ports)
+        ]
         try:
-            await api.until(lambda: bool(api.arrivals.get(WARM_UP_PERSON)), STARTUP_TIMEOUT, process)
+            await api.until(lambda: bool(api.arrivals.get(WARM_UP_PERSON)), STARTUP_TIMEOUT, processes)
             startup = api.arrivals[WARM_UP_PERSON][0] - started
-            await api.until(lambda: api.replies >= 1, 5, process)
+            await api.until(lambda: api.replies >= 1, 5, processes)
             baseline = api.replies
             await asyncio.sleep(0.3)
             queued: dict[int, list[float]] = defaultdict(list)
@@ -278,22 +357,24 @@ async def one_run(bot: str, plan: Plan, rate: float, concurrency: int, folder: P
                 api.send(who, text)
                 queued[who].append(began)
             burst_total = baseline + _replies_of(plan, len(plan.burst))
-            await api.until(lambda: api.replies >= burst_total, 600, process)
+            await api.until(lambda: api.replies >= burst_total, 600, processes)
             burst_seconds = max(times[-1] for who, times in api.arrivals.items() if who in queued) - began
             burst_counts = {who: len(times) for who, times in queued.items()}
             for who, text in plan.paced:
                 api.send(who, text)
                 queued[who].append(time.perf_counter())
                 await asyncio.sleep(1 / rate)
-            await api.until(lambda: api.replies >= baseline + plan.total, 600, process)
+            await api.until(lambda: api.replies >= baseline + plan.total, 600, processes)
             await asyncio.sleep(0.2)  # anything sent twice would arrive now
-            peak, cpu = _status(process.pid, "VmHWM"), _cpu_seconds(process.pid)
+            peak = max(_status(process.pid, "VmHWM") for process in processes)
+            shares = [round(_cpu_seconds(process.pid), 2) for process in processes]
         except BaseException:
-            process.kill()
-            await process.wait()
-            sys.stderr.write((folder / "bot.log").read_text(errors="replace")[-3000:])
+            for process in processes:
+                process.kill()
+                await process.wait()
+            sys.stderr.write((folder / "replica0" / "bot.log").read_text(errors="replace")[-3000:])
             raise
-        await stop(process)
+        await asyncio.gather(*(stop(process) for process in processes))
         burst = _window(api, plan, queued, {who: (0, count) for who, count in burst_counts.items()})
         paced = _window(api, plan, queued, {who: (burst_counts.get(who, 0), 1 << 30) for who in queued})
         return Run(
@@ -304,8 +385,9 @@ async def one_run(bot: str, plan: Plan, rate: float, concurrency: int, folder: P
             burst_latency_ms=burst,
             paced_latency_ms=paced,
             peak_rss_mb=round(peak, 1),
-            cpu_seconds=round(cpu, 2),
+            cpu_seconds=round(sum(shares), 2),
             delivery=delivery(api, plan.expected),
+            replica_cpu_seconds=shares,
         )
 
 
@@ -352,16 +434,24 @@ def _window(
 
 
 def benchmark(
-    messages: int, users: int, paced: int, rate: float, runs: int, concurrency: int, progress: Callable[[str], None]
+    messages: int,
+    users: int,
+    paced: int,
+    rate: float,
+    runs: int,
+    concurrency: int,
+    progress: Callable[[str], None],
+    setup: Setup = Setup(),
 ) -> Report:
-    """Alternate the echo bot and Unhooked ``runs`` times each on the same messages."""
+    """Alternate the echo bot and Unhooked (as ``setup`` says) ``runs`` times each on the same messages."""
     catalog = load_catalog(default_content_dir())
     plans = {bot: asyncio.run(plan_for(catalog, messages, users, paced, bot == "echo")) for bot in ("echo", "unhooked")}
-    report = Report(messages, users, paced, rate)
+    report = Report(messages, users, paced, rate, setup.label)
     with tempfile.TemporaryDirectory(prefix="unhooked-bench-telegram-") as scratch:
         for number in range(runs):
             for bot in ("echo", "unhooked"):
-                run = asyncio.run(one_run(bot, plans[bot], rate, concurrency, Path(scratch) / f"{bot}-{number}"))
+                folder = Path(scratch) / f"{bot}-{number}"
+                run = asyncio.run(one_run(bot, plans[bot], rate, concurrency, folder, setup))
                 report.runs.append(run)
                 problems = sum(run.delivery.values())
                 progress(

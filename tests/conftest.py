@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +19,7 @@ from bot.models import Incoming, Reply
 from bot.store import Store
 from bot.store.memory import MemoryStore
 from bot.store.sqlite import SqliteStore
+from tests.pg_schema import pg_schema
 
 if TYPE_CHECKING:
     from tests.fake_bot_api import FakeBotApi
@@ -78,10 +77,14 @@ def _pg_unavailable() -> str | None:
     return None
 
 
+PG_PARAMETERS = ("backend", "telegram_db")
+"""The fixtures whose ``postgres`` parameter needs the server."""
+
+
 def _uses_pg(item: pytest.Item) -> bool:
     callspec = getattr(item, "callspec", None)
     return "pg_server" in getattr(item, "fixturenames", ()) or (
-        callspec is not None and callspec.params.get("backend") == "postgres"
+        callspec is not None and any(callspec.params.get(name) == "postgres" for name in PG_PARAMETERS)
     )
 
 
@@ -126,22 +129,6 @@ async def pg_url(pg_server: str) -> AsyncIterator[str]:
     """A URL on a fresh schema of the test server, dropped afterwards: parallel runs never meet."""
     async with pg_schema(pg_server) as url:
         yield url
-
-
-@asynccontextmanager
-async def pg_schema(server: str) -> AsyncIterator[str]:
-    """A fresh schema on ``server`` for the block, as a URL whose connections use it; dropped at the end."""
-    import asyncpg
-
-    schema = f"unhooked_test_{os.getpid()}_{secrets.token_hex(4)}"
-    admin = await asyncpg.connect(server)
-    try:
-        await admin.execute(f"CREATE SCHEMA {schema}")
-        separator = "&" if "?" in server else "?"
-        yield f"{server}{separator}search_path={schema}"
-    finally:
-        await admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-        await admin.close()
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
@@ -298,9 +285,27 @@ async def api() -> AsyncIterator[FakeBotApi]:
 
 
 @pytest.fixture
-async def tg(api: FakeBotApi, tmp_path: Path) -> AsyncIterator[Running]:
-    """The real Telegram bot running against ``api``, on a fresh database."""
+def telegram_db() -> str | None:
+    """The PostgreSQL URL the Telegram bot of a test keeps its data in; ``None``: a fresh SQLite file.
+
+    A test module runs on both by overriding it with ``telegram_db_on_both``.
+    """
+    return None
+
+
+async def telegram_db_on_both(request: pytest.FixtureRequest) -> AsyncIterator[str | None]:
+    """``None`` (SQLite) for the ``sqlite`` parameter, a fresh schema of the test server for ``postgres``."""
+    if request.param != "postgres":
+        yield None
+        return
+    async with pg_schema(request.getfixturevalue("pg_server")) as url:
+        yield url
+
+
+@pytest.fixture
+async def tg(api: FakeBotApi, tmp_path: Path, telegram_db: str | None) -> AsyncIterator[Running]:
+    """The real Telegram bot running against ``api``, on a fresh database (``telegram_db``)."""
     from tests.telegram_harness import telegram_bot  # it imports this module
 
-    async with telegram_bot(api, tmp_path) as running:
+    async with telegram_bot(api, tmp_path, db_url=telegram_db) as running:
         yield running

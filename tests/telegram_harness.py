@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from bot.store import Store
 from bot.store.memory import MemoryStore
 from tests.conftest import REPO, SECRET
 from tests.fake_bot_api import FakeBotApi, parse_html
+from tests.front import free_port
 
 OPERATORS = -1001234567890
 """The operators' chat, where escalation alerts go."""
@@ -31,16 +31,9 @@ ADMIN = 4242
 WEBHOOK_SECRET = "webhook-secret-0123456789"  # noqa: S105 (made up for tests)
 
 
-def free_port() -> int:
-    """A port nobody listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def settings_for(tmp_path: Path, content_dir: Path = REPO) -> Settings:
-    """Core settings on a fresh SQLite file."""
-    return Settings(db_path=tmp_path / "data" / "bot.sqlite3", content_dir=content_dir, secret="s" * 32)
+def settings_for(tmp_path: Path, content_dir: Path = REPO, db_url: str | None = None) -> Settings:
+    """Core settings on a fresh SQLite file, or on PostgreSQL at ``db_url`` (the secret and spool stay in data/)."""
+    return Settings(db_path=tmp_path / "data" / "bot.sqlite3", content_dir=content_dir, secret="s" * 32, db_url=db_url)
 
 
 def telegram_for(api: FakeBotApi, **changes: Any) -> TelegramSettings:
@@ -110,12 +103,14 @@ async def telegram_bot(
     webhook: bool = False,
     store: Store | None = None,
     content_dir: Path = REPO,
+    db_url: str | None = None,
     core: dict[str, Any] | None = None,
     **changes: Any,
 ) -> AsyncIterator[Running]:
     """Run the bot against ``api`` for the duration of the block, then stop it cleanly.
 
-    ``core`` changes the core settings (e.g. ``reload_seconds``), ``changes`` the Telegram settings.
+    ``db_url`` puts its data on a PostgreSQL server instead of a SQLite file; ``core`` changes the core settings
+    (e.g. ``reload_seconds``), ``changes`` the Telegram settings.
     """
     api.group(OPERATORS, "Operators")
     if webhook:
@@ -130,7 +125,7 @@ async def telegram_bot(
     ready: asyncio.Future[tuple[TelegramBot, HttpServer | None]] = asyncio.get_running_loop().create_future()
     task = asyncio.create_task(
         run_telegram(
-            dataclasses.replace(settings_for(tmp_path, content_dir), **(core or {})),
+            dataclasses.replace(settings_for(tmp_path, content_dir, db_url), **(core or {})),
             telegram_for(api, **changes),
             webhook=webhook,
             stop=stop,

@@ -65,11 +65,21 @@ def test_bench_help_has_an_example() -> None:
     assert "python -m bench engine" in result.stdout
 
 
-def test_the_telegram_benchmark_runs_both_bots_and_reports_json() -> None:
-    command = "bench telegram --runs 1 --messages 60 --users 10 --paced 10 --rate 50 --json"
-    result = subprocess.run(
-        [sys.executable, "-m", *command.split()], capture_output=True, text=True, cwd=REPO, timeout=300, check=False
+def bench_telegram(*options: str) -> subprocess.CompletedProcess[str]:
+    """``python -m bench telegram`` on a small load, with ``options``."""
+    command = ["-m", "bench", "telegram", "--runs", "1", "--messages", "60", "--users", "10", "--paced", "10"]
+    return subprocess.run(
+        [sys.executable, *command, "--rate", "50", "--json", *options],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        check=False,
     )
+
+
+def test_the_telegram_benchmark_runs_both_bots_and_reports_json() -> None:
+    result = bench_telegram()
     assert result.returncode in (0, 1), result.stderr
     report = json.loads(result.stdout)
     assert {"cpu", "cores", "python", "date", "load_average"} <= set(report["machine"])
@@ -80,6 +90,31 @@ def test_the_telegram_benchmark_runs_both_bots_and_reports_json() -> None:
     assert set(report["verdict"]["met"]) == {"throughput", "memory", "startup", "delivery"}
     assert [run["bot"] for run in report["all_runs"]] == ["echo", "unhooked"]
     assert "unhooked run 1/1" in result.stderr
+    assert report["setup"] == "sqlite polling"
+
+
+async def test_the_telegram_benchmark_runs_replicas_on_postgresql_and_drops_its_schema(pg_server: str) -> None:
+    import asyncpg
+
+    result = bench_telegram("--db", pg_server, "--webhook", "--replicas", "2")
+    assert result.returncode in (0, 1), result.stderr
+    report = json.loads(result.stdout)
+    assert report["setup"] == "postgres webhook x2"
+    assert report["bots"]["unhooked"]["delivery"] == {"lost": 0, "duplicated": 0, "reordered": 0}
+    ours = report["all_runs"][1]
+    assert len(ours["replica_cpu_seconds"]) == 2 and min(ours["replica_cpu_seconds"]) > 0
+    connection = await asyncpg.connect(pg_server)
+    try:
+        left = await connection.fetch("SELECT 1 FROM pg_namespace WHERE nspname LIKE 'unhooked_bench_%'")
+    finally:
+        await connection.close()
+    assert left == []
+
+
+def test_bench_telegram_refuses_replicas_without_webhook_and_postgresql() -> None:
+    result = bench_telegram("--replicas", "3")
+    assert result.returncode == 2
+    assert "--replicas above 1 needs --webhook and --db" in result.stdout
 
 
 def test_bench_telegram_help_has_an_example() -> None:

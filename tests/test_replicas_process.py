@@ -11,25 +11,22 @@ replica that takes the chat next; at most one update per chat the killed replica
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import signal
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiohttp
 import asyncpg
 import pytest
-from aiohttp import web
 
 from bot.content import Catalog
 from bot.engine import Engine
 from bot.store.memory import MemoryStore
 from tests.fake_bot_api import FakeBotApi
-from tests.telegram_harness import OPERATORS, WEBHOOK_SECRET, free_port
+from tests.front import free_port, round_robin
+from tests.telegram_harness import OPERATORS, WEBHOOK_SECRET
 from tests.test_reliability import FAST, SECRET, crash_mix, delivered, expect, until
 from tests.test_telegram_process import ended, start
 
@@ -38,35 +35,6 @@ pytestmark = pytest.mark.slow
 REPLICAS = 3
 MOST_CHATS_AT_ONCE = 32
 """``UNHOOKED_MAX_CONCURRENT_CHATS``: at most this many chats are caught half-way by a kill."""
-
-
-@contextlib.asynccontextmanager
-async def round_robin(ports: list[int]) -> AsyncIterator[str]:
-    """A front on 127.0.0.1 that passes each POST to the next replica taking connections; yields its URL."""
-    turn = itertools.cycle(range(len(ports)))
-
-    async def forward(request: web.Request) -> web.Response:
-        body, headers = await request.read(), {k: v for k, v in request.headers.items() if k.lower() != "host"}
-        for _ in ports:
-            url = f"http://127.0.0.1:{ports[next(turn)]}{request.path}"
-            try:
-                async with session.post(url, data=body, headers=headers) as response:
-                    return web.Response(status=response.status, body=await response.read())
-            except aiohttp.ClientError:
-                continue  # that replica is down: the next one takes it
-        return web.Response(status=502)
-
-    async with aiohttp.ClientSession() as session:
-        app = web.Application()
-        app.router.add_post("/{path:.*}", forward)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        port = free_port()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
-        try:
-            yield f"http://127.0.0.1:{port}/telegram"
-        finally:
-            await runner.cleanup()
 
 
 def begun_again(got: list[str], replies: list[str], counts: list[int]) -> tuple[int, int] | None:

@@ -11,6 +11,7 @@ import pytest
 from bot import safety
 from bot.models import Level
 from bot.sessions import day_of
+from tests.conftest import telegram_db_on_both
 from tests.fake_bot_api import DOCUMENT, LOCATION, PHOTO, STICKER, TOKEN, VOICE, FakeBotApi
 from tests.telegram_harness import ADMIN, OPERATOR, OPERATORS, Running, telegram_bot
 
@@ -19,6 +20,9 @@ BOB = 1002
 GROUP = -1009876543210
 NEUTRAL_WORDS = re.compile(r"abus|narciss|trauma|suicid|crisis|partner|violence|kill|die", re.IGNORECASE)
 
+telegram_db = pytest.fixture(params=["sqlite", "postgres"], name="telegram_db")(telegram_db_on_both)
+"""Every test here runs on a SQLite file and on PostgreSQL (``UNHOOKED_TEST_PG``)."""
+
 
 async def say(tg: Running, user: int, text: str | None = None, **content) -> list:
     """A person writes; return the bot's messages to them sent in answer."""
@@ -26,6 +30,17 @@ async def say(tg: Running, user: int, text: str | None = None, **content) -> lis
     tg.api.send(user, text, **content)
     await tg.settle()
     return tg.api.sent(user, include_deleted=True)[before:]
+
+
+async def test_the_bot_keeps_its_data_in_the_database_of_the_run(tg: Running, telegram_db: str | None) -> None:
+    from bot.store.sqlite import SqliteStore
+
+    if telegram_db is None:
+        assert isinstance(tg.store, SqliteStore)
+    else:
+        from bot.store.postgres import PostgresStore
+
+        assert isinstance(tg.store, PostgresStore)
 
 
 async def test_start_registers_the_command_menu_and_welcomes_neutrally(tg: Running) -> None:
@@ -274,9 +289,11 @@ async def test_stats_for_admins_and_the_normal_reply_for_everyone_else(tg: Runni
     assert "Today" not in normal.text and normal.text.startswith("I'm not sure I understood that")
 
 
-async def test_reload_for_admins_reports_what_it_did(api: FakeBotApi, tmp_path: Path, mini_content) -> None:
+async def test_reload_for_admins_reports_what_it_did(
+    api: FakeBotApi, tmp_path: Path, mini_content, telegram_db: str | None
+) -> None:
     root = mini_content()
-    async with telegram_bot(api, tmp_path, content_dir=root) as tg:
+    async with telegram_bot(api, tmp_path, content_dir=root, db_url=telegram_db) as tg:
         [ok] = await say(tg, ADMIN, "/reload")
         assert ok.text.startswith("Content reloaded: 2 intents, 3 passages.")
         (root / "intents" / "hello.yml").write_text("id: [broken\n")
@@ -288,10 +305,10 @@ async def test_reload_for_admins_reports_what_it_did(api: FakeBotApi, tmp_path: 
 
 
 async def test_a_broken_edit_is_refused_and_the_operators_are_told(
-    api: FakeBotApi, tmp_path: Path, mini_content
+    api: FakeBotApi, tmp_path: Path, mini_content, telegram_db: str | None
 ) -> None:
     root = mini_content()
-    async with telegram_bot(api, tmp_path, content_dir=root, core={"reload_seconds": 0.05}) as tg:
+    async with telegram_bot(api, tmp_path, content_dir=root, db_url=telegram_db, core={"reload_seconds": 0.05}) as tg:
         (root / "intents" / "hello.yml").write_text("id: [broken\n")
         [alert] = await tg.api.wait_sent(OPERATORS, 1)
         assert alert.text.startswith("content reload refused (1 errors); the previous content keeps serving:")
@@ -301,10 +318,10 @@ async def test_a_broken_edit_is_refused_and_the_operators_are_told(
 
 
 async def test_logs_hold_no_message_text_no_token_and_no_raw_ids(
-    api: FakeBotApi, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    api: FakeBotApi, tmp_path: Path, caplog: pytest.LogCaptureFixture, telegram_db: str | None
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    async with telegram_bot(api, tmp_path) as tg:
+    async with telegram_bot(api, tmp_path, db_url=telegram_db) as tg:
         await say(tg, 918273645, "my secret words about him")
         await say(tg, 918273645, "I want to die")
         await tg.api.wait_sent(OPERATORS, 1)
@@ -316,7 +333,7 @@ async def test_logs_hold_no_message_text_no_token_and_no_raw_ids(
 
 
 async def test_a_long_passage_is_split_at_sentence_ends_and_its_markup_escaped(
-    api: FakeBotApi, tmp_path: Path, mini_content
+    api: FakeBotApi, tmp_path: Path, mini_content, telegram_db: str | None
 ) -> None:
     sentence = "Healing takes time & it is <not> a straight line, so be patient with yourself <3. "
     text = (sentence * 49) + "One more sentence, so the passage with its source no longer fits."
@@ -334,7 +351,7 @@ async def test_a_long_passage_is_split_at_sentence_ends_and_its_markup_escaped(
             "tests/conversations/miss.yaml": None,
         }
     )
-    async with telegram_bot(api, tmp_path, content_dir=root) as tg:
+    async with telegram_bot(api, tmp_path, content_dir=root, db_url=telegram_db) as tg:
         pieces = await say(tg, ALICE, "tell me the long one")
     assert len(pieces) == 2
     assert all(len(piece.text) <= 4096 for piece in pieces)
