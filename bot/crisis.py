@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import OrderedDict
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -27,6 +28,9 @@ MODEL = "crisis_model"
 """The health check that fails while the learned screen cannot run."""
 OFF = "off"
 """``UNHOOKED_CRISIS_MODEL=off``: screen with the lexicon alone."""
+RECENT = 256
+"""Verdicts kept for recent messages (by a hash of the text, never the text): an adapter that screens an update
+as it arrives, to put a crisis first, and the engine that answers it then read it once, not twice."""
 
 
 @lru_cache(maxsize=4)
@@ -51,6 +55,7 @@ class CrisisScreen:
     ) -> None:
         self.faults = faults or Faults()
         self.metrics = metrics
+        self._recent: OrderedDict[int, tuple[Screened | None, Detection | None]] = OrderedDict()
         self.rules: tuple[Rule, ...] = floor()  # raises FloorError, with a sentence, if the floor does not compile
         self.model = None
         self.model_state = OFF
@@ -67,6 +72,7 @@ class CrisisScreen:
         rules = tuple(rules)
         safety.prepare(rules)  # never raises: a prefilter that cannot be built tries every rule
         self.rules = rules
+        self._recent.clear()  # a verdict under the old rules no longer holds
 
     def detect(self, text: str) -> Detection | None:
         """The most serious detection for ``text`` from the lexicon and, below crisis, the model."""
@@ -74,6 +80,17 @@ class CrisisScreen:
 
     def read(self, text: str) -> tuple[Screened | None, Detection | None]:
         """The message as the lexicon read it (``None`` if reading failed), and the most serious detection."""
+        key = hash(text)
+        if key in self._recent:
+            self._recent.move_to_end(key)
+            return self._recent[key]
+        verdict = self._read(text)
+        self._recent[key] = verdict
+        while len(self._recent) > RECENT:
+            self._recent.popitem(last=False)
+        return verdict
+
+    def _read(self, text: str) -> tuple[Screened | None, Detection | None]:
         try:
             screened = screen(text)
             found = safety.detect(screened, self.rules)

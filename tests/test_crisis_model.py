@@ -175,3 +175,23 @@ def test_the_model_only_adds_or_raises_never_lowers(text: str, model_says: Level
     assert found.rule == (expected_rule or lexicon.rule)
     if lexicon is not None:
         assert found.level.rank >= lexicon.level.rank
+
+
+class _Counting(_Says):
+    def __init__(self) -> None:
+        super().__init__(Level.CRISIS)
+        self.calls = 0
+
+    def detect(self, text: str) -> object:
+        self.calls += 1
+        return super().detect(text)
+
+
+def test_a_message_screened_on_arrival_and_again_when_answered_runs_the_model_once() -> None:
+    screen = CrisisScreen(OFF)
+    screen.model = counting = _Counting()
+    first, again = screen.detect("he took my keys"), screen.detect("he took my keys")
+    assert first == again and counting.calls == 1
+    screen.use(screen.rules)  # new rules: the verdict is worked out afresh
+    screen.detect("he took my keys")
+    assert counting.calls == 2
