@@ -32,6 +32,10 @@ SHORTLIST = 48
 """On a catalogue of more intents than this, only the intents whose mean vector is nearest are compared."""
 OFF = "off"
 """``UNHOOKED_MEANING_MODEL=off``: match by rapidfuzz alone."""
+KEY_BYTES = 20
+"""A vector's key: the SHA-1 of the model's checksum and the example's text."""
+SHIPPED = "example-vectors.npz"
+"""In a model's folder: its vectors of the shipped content's examples (``python -m bot safety vectors``)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,9 @@ class Vectors:
         """Examples are embedded on a worker thread at start and on the event loop at a reload."""
         self.embedded = 0
         """How many texts this process has embedded (the rest came from memory or the cache file)."""
+        folder = getattr(encoder, "folder", None)
+        if folder is not None:
+            self._read(Path(folder) / SHIPPED)
         if cache_file is not None:
             self._read(cache_file)
 
@@ -98,13 +105,19 @@ class Vectors:
         try:
             with np.load(path) as data:
                 keys, rows = data["keys"], data["vectors"]
-            self._known.update((bytes(key), row.astype(np.float32)) for key, row in zip(keys, rows, strict=True))
+            # numpy's fixed-width bytes drop a digest's trailing zero bytes; put them back
+            known = (
+                (bytes(key).ljust(KEY_BYTES, b"\0"), row.astype(np.float32))
+                for key, row in zip(keys, rows, strict=True)
+            )
+            self._known.update(known)
         except (OSError, ValueError, KeyError) as error:
             log.warning("the vector cache %s cannot be read (%s); examples are embedded afresh", path, error)
 
-    def _write(self, path: Path) -> None:
-        keys = np.array(list(self._known), dtype="S20")
-        rows = np.array(list(self._known.values()), dtype=np.float16)
+    def _write(self, path: Path, only: Sequence[bytes] | None = None) -> None:
+        chosen = list(self._known) if only is None else only
+        keys = np.array(chosen, dtype=f"S{KEY_BYTES}")
+        rows = np.array([self._known[key] for key in chosen], dtype=np.float16)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npz")
@@ -118,6 +131,18 @@ class Vectors:
         except OSError as error:
             Path(temporary).unlink(missing_ok=True)
             log.warning("could not write the vector cache %s: %s", path, error)
+
+    def ship(self, texts: Sequence[str]) -> Path:
+        """Write the vectors of ``texts`` (only theirs) into the model's folder, for every later start; return it."""
+        folder = getattr(self.encoder, "folder", None)
+        if folder is None:
+            raise ValueError("this encoder has no folder to keep its vectors in")
+        with self._lock:
+            self._of(texts)
+            path = Path(folder) / SHIPPED
+            self._write(path, list(dict.fromkeys(self._key(text) for text in texts)))
+        path.chmod(0o644)  # a package file: readable by the service's own user wherever it is installed
+        return path
 
     def of(self, texts: Sequence[str]) -> np.ndarray:
         """The vectors of ``texts`` (rows in order), embedding only those never seen before."""

@@ -1,4 +1,4 @@
-"""``python -m bot safety``: evaluate the whole crisis screen, or retrain its learned model."""
+"""``python -m bot safety``: evaluate the whole crisis screen, retrain its learned model, or ship its vectors."""
 
 from __future__ import annotations
 
@@ -17,10 +17,14 @@ EVAL_EXAMPLES = """examples:
 TRAIN_EXAMPLES = """examples:
   pip install -e '.[train]'                 # PyTorch's CPU build and the base model (make train does both)
   python -m bot safety train                # about ten minutes on two cores; writes bot/model/files/"""
+VECTORS_EXAMPLES = """examples:
+  python -m bot safety vectors              # after editing intents' examples (make vectors does it)
+
+Starts read these vectors instead of embedding every example again (seconds of CPU each time)."""
 
 
 def register(commands: Any) -> None:
-    """Add ``safety eval`` and ``safety train`` to the command line."""
+    """Add ``safety eval``, ``safety train`` and ``safety vectors`` to the command line."""
 
     def verb(under: Any, name: str, summary: str, examples: str) -> argparse.ArgumentParser:
         return under.add_parser(
@@ -47,6 +51,13 @@ def register(commands: Any) -> None:
     train.add_argument("--root", type=Path, default=Path.cwd(), help=root_help)
     train.add_argument("--out", type=Path, help="where to write the model (default: the package's bot/model/files/)")
     train.set_defaults(handler=_train)
+    vectors = verb(
+        verbs,
+        "vectors",
+        "Embed the content's examples with the model and keep their vectors in the model's folder.",
+        VECTORS_EXAMPLES,
+    )
+    vectors.set_defaults(handler=_vectors)
 
 
 def _root(root: Path) -> Path:
@@ -82,4 +93,23 @@ def _train(args: argparse.Namespace) -> int:
     root = _root(args.root)
     card = train.train(root, args.out or train.FILES, say=lambda line: print(line, flush=True))
     print(f"wrote {card['version']} (sha256 {card['model_sha256']}) with thresholds {card['thresholds']}")
+    return 0
+
+
+def _vectors(args: argparse.Namespace) -> int:
+    from bot.content import read_content
+    from bot.errors import ContentError
+    from bot.explain import here
+    from bot.meaning import vectors_for
+
+    settings = Settings.from_env()
+    catalog, problems = read_content(here(settings.content_dir))
+    if catalog is None:
+        raise ContentError(problems)
+    vectors = vectors_for(settings.meaning_folder)
+    if vectors is None:
+        raise BotError("meaning-based matching is off or its model does not load; there is nothing to embed with")
+    texts = [example.text for intent in catalog.intents.values() for example in intent.examples]
+    path = vectors.ship(texts)
+    print(f"wrote {path}: {len(texts)} examples, {vectors.embedded} embedded afresh")
     return 0

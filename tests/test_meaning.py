@@ -76,6 +76,43 @@ def test_a_cache_file_spares_the_next_start_all_embedding(tmp_path: Path) -> Non
     assert (second.seen, again.embedded) == ([], 0)
 
 
+def test_every_vector_comes_back_from_a_cache_file_also_when_its_key_ends_in_zero_bytes(tmp_path: Path) -> None:
+    texts = [f"message number {number}" for number in range(600)]  # several keys end in a zero byte
+    vectors = Vectors(WordEncoder(), tmp_path / "vectors.npz")
+    vectors.of(texts)
+    assert any(vectors._key(text).endswith(b"\0") for text in texts)
+    again = Vectors(WordEncoder(), tmp_path / "vectors.npz")
+    again.of(texts)
+    assert again.embedded == 0
+
+
+def test_vectors_shipped_in_the_models_folder_spare_a_start_embedding_them(tmp_path: Path) -> None:
+    class FolderEncoder(WordEncoder):
+        folder = tmp_path
+
+    path = Vectors(FolderEncoder()).ship(["why do I miss him", "should I go back"])
+    assert path == tmp_path / "example-vectors.npz"
+    assert path.stat().st_mode & 0o777 == 0o644
+    encoder = FolderEncoder()
+    fresh = Vectors(encoder, tmp_path / "cache" / "vectors.npz")
+    fresh.of(["why do I miss him", "should I go back", "a new example"])
+    assert encoder.seen == ["a new example"]
+
+
+def test_the_shipped_vectors_hold_every_example_of_the_shipped_content() -> None:
+    model = load_encoder()
+    if isinstance(model, Exception):
+        pytest.fail(f"the shipped model does not load: {model}")
+    catalog = load_catalog(Settings.from_env({}).content_dir)
+    texts = [example.text for intent in catalog.intents.values() for example in intent.examples]
+    vectors = Vectors(model)
+    missing = [text for text in texts if vectors._key(text) not in vectors._known]
+    assert not missing, (
+        f"{len(missing)} examples have no shipped vector (first: {missing[0]!r}); run `make vectors` "
+        "(python -m bot safety vectors) and commit bot/model/files/example-vectors.npz"
+    )
+
+
 def test_a_cache_file_from_another_model_is_not_read_as_this_ones(tmp_path: Path) -> None:
     class OtherEncoder(WordEncoder):
         pass

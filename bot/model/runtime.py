@@ -102,6 +102,7 @@ class CrisisModel:
         import onnxruntime
         from tokenizers import Tokenizer
 
+        self.folder = folder
         self.card = Card.read(folder / CARD)
         try:
             blob = (folder / MODEL).read_bytes()
