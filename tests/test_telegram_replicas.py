@@ -51,6 +51,26 @@ async def test_a_chat_whose_messages_reach_two_replicas_is_answered_in_order_onc
         assert len(await one.store.escalations()) == said.count("I want to die")
 
 
+async def test_a_crisis_message_to_a_replica_takes_its_chat_ahead_of_the_backlog(
+    api: FakeBotApi, tmp_path: Path, pg_url: str
+) -> None:
+    backlog, late = range(5001, 5081), 7001
+    for person in (*backlog, late):
+        api.private(person)
+    api.slow("sendMessage", 0.05, times=1000)  # the backlog is still being answered when the crisis arrives
+    async with telegram_bot(
+        api, tmp_path, webhook=True, store=PostgresStore(pg_url), max_concurrent_chats=2
+    ) as replica:
+        for number, person in enumerate(backlog):
+            assert await post(replica, update(9200 + number, "hello", person)) == 200
+        assert await post(replica, update(9300, "I want to die", late)) == 200
+        await api.wait_for(lambda: all(api.sent(person) for person in (*backlog, late)), timeout=60)
+    order = [call.params["chat_id"] for call in api.requests("sendMessage") if call.status == 200]
+    people = [chat for chat in order if chat in {*backlog, late}]
+    assert "988" in api.sent(late)[0].text
+    assert people.index(late) < 10, f"the crisis reply was reply {people.index(late) + 1} of {len(people)}"
+
+
 async def test_a_chat_left_waiting_by_a_replica_that_died_is_answered_by_another(
     api: FakeBotApi, tmp_path: Path, pg_url: str
 ) -> None:

@@ -291,7 +291,14 @@ async def run_telegram(
             limit, observe = telegram.max_concurrent_chats, watched.answering.observe
             if webhook and locks.shared:
                 lanes: Lanes | SharedLanes = SharedLanes(
-                    bot.handle, limit, journal, locks, application.bot, engine.sessions, on_answered=observe
+                    bot.handle,
+                    limit,
+                    journal,
+                    locks,
+                    application.bot,
+                    engine.sessions,
+                    on_answered=observe,
+                    urgent=crisis_first(engine),
                 )
             else:
                 lanes = Lanes(bot.handle, limit, on_answered=observe, urgent=crisis_first(engine))

@@ -274,24 +274,6 @@ class Journal:
             await asyncio.sleep(every)
 
 
-async def answer_in_slot(
-    slots: asyncio.Semaphore,
-    handle: Callable[[Update], Awaitable[None]],
-    update: Update,
-    arrived: float,
-    on_answered: Callable[[float], None] | None,
-) -> None:
-    """Answer one update once a slot is free; a handler's failure is logged, the latency told to ``on_answered``."""
-    async with slots:
-        try:
-            await handle(update)
-        except Exception:
-            log.exception("an update could not be handled")
-        else:
-            if on_answered is not None:
-                on_answered(time.perf_counter() - arrived)
-
-
 class Intake:
     """Where updates arrive, from polling or the webhook: journalled, deduplicated, queued per chat."""
 

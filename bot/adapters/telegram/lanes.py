@@ -131,16 +131,7 @@ class Lanes:
             return False
 
     async def _answer(self, update: Update, arrived: float, *, hurried: bool) -> None:
-        token = HURRIED.set(hurried)
-        try:
-            await self._handle(update)
-        except Exception:
-            log.exception("an update could not be handled")
-        else:
-            if self._on_answered is not None:
-                self._on_answered(time.perf_counter() - arrived)
-        finally:
-            HURRIED.reset(token)
+        await answer_one(self._handle, update, arrived, self._on_answered, hurried=hurried)
 
     async def wait_below(self, limit: int) -> None:
         """Return once fewer than ``limit`` updates are waiting (back-pressure for polling)."""
@@ -158,3 +149,24 @@ class Lanes:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         return left
+
+
+async def answer_one(
+    handle: Callable[[Update], Awaitable[None]],
+    update: Update,
+    arrived: float,
+    on_answered: Callable[[float], None] | None,
+    *,
+    hurried: bool,
+) -> None:
+    """Answer one update (crisis-first sending when ``hurried``); a failure is logged, the latency reported."""
+    token = HURRIED.set(hurried)
+    try:
+        await handle(update)
+    except Exception:
+        log.exception("an update could not be handled")
+    else:
+        if on_answered is not None:
+            on_answered(time.perf_counter() - arrived)
+    finally:
+        HURRIED.reset(token)

@@ -28,7 +28,8 @@ from collections.abc import Awaitable, Callable
 
 from telegram import Bot, Update
 
-from bot.adapters.telegram.inbound import RECENT_IDS, STORE_TIMEOUT, Journal, answer_in_slot, lane_of
+from bot.adapters.telegram.inbound import RECENT_IDS, STORE_TIMEOUT, Journal, lane_of
+from bot.adapters.telegram.lanes import answer_one
 from bot.errors import ConfigError, StoreError
 from bot.sessions import Sessions
 from bot.store import Locks
@@ -88,8 +89,12 @@ class SharedLanes:
         bot: Bot,
         sessions: Sessions,
         on_answered: Callable[[float], None] | None = None,
+        urgent: Callable[[Update], bool] | None = None,
     ) -> None:
         self._handle = handle
+        self._urgent = urgent
+        self._hurried: dict[int, set[int]] = {}
+        """Per chat, the urgent updates (crisis messages) not answered yet: the chat waits for no slot."""
         self._sessions = sessions
         sessions.recent_seconds = 0.0  # another replica may answer the person next, and write their session
         self._slots = asyncio.Semaphore(limit)
@@ -111,7 +116,13 @@ class SharedLanes:
         lane = lane_of(update)
         self._received.setdefault(lane, {})[update.update_id] = (update, time.perf_counter())
         self.pending += 1
+        self._screen(lane, update)
         self.take(lane)
+
+    def _screen(self, lane: int, update: Update) -> None:
+        """Note an urgent update, whichever replica received it: its chat goes ahead of the queue."""
+        if self._urgent is not None and self._urgent(update):
+            self._hurried.setdefault(lane, set()).add(update.update_id)
 
     def take(self, lane: int) -> None:
         """Answer ``lane``'s waiting updates here, unless this replica is at it already."""
@@ -140,6 +151,7 @@ class SharedLanes:
         finally:
             del self._draining[lane]
             self._forget(lane, set(self._received.get(lane, {})))
+            self._hurried.pop(lane, None)  # what is left of the chat is another replica's to answer
 
     async def _answer_waiting(self, lane: int) -> None:
         """Holding the chat's lock: its journalled updates oldest first, then what only this replica knows of."""
@@ -158,6 +170,7 @@ class SharedLanes:
                 except (ValueError, TypeError, KeyError) as error:
                     log.error("journalled update %d is unreadable (%s); dropped", update_id, type(error).__name__)
                     continue
+                self._screen(lane, found[0])  # received by another replica: screened here as it is taken
             await self._answer(lane, *found)
         await self._answer_received(lane, only=self._journal.unguarded)
 
@@ -168,7 +181,15 @@ class SharedLanes:
                 await self._answer(lane, *found)
 
     async def _answer(self, lane: int, update: Update, arrived: float) -> None:
-        await answer_in_slot(self._slots, self._handle, update, arrived, self._on_answered)
+        urgent = self._hurried.get(lane)
+        if urgent:  # a crisis message waits for no slot, nor do the chat's earlier updates before it
+            await answer_one(self._handle, update, arrived, self._on_answered, hurried=True)
+            urgent.discard(update.update_id)
+            if not urgent:
+                del self._hurried[lane]
+        else:
+            async with self._slots:
+                await answer_one(self._handle, update, arrived, self._on_answered, hurried=False)
         self._answered[update.update_id] = None
         if len(self._answered) > RECENT_IDS:
             self._answered.popitem(last=False)
