@@ -51,7 +51,10 @@ class Retention:
             log.error("the daily purge failed (it runs again tomorrow, or with `python -m bot purge`): %s", error)
             return None
         self.metrics.retention_runs.inc("done")
-        log.warning("daily retention: %s", purge_report(result, before, self.days))
+        purged = result.escalations or result.sessions or result.kept
+        log.log(
+            logging.WARNING if purged else logging.INFO, "daily retention: %s", purge_report(result, before, self.days)
+        )
         return result
 
     async def run_forever(self, every: float = CHECK_EVERY) -> None:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
+
+import pytest
 
 from bot.config import Settings
 from bot.models import Escalation, Level, Session
@@ -36,6 +39,17 @@ async def test_one_purge_a_day_keeping_what_nobody_acknowledged(clock: Clock) ->
     assert await retention.run_once() is None  # the same UTC day: already done
     clock.advance(DAY)
     assert await retention.run_once() is not None
+
+
+async def test_a_purge_with_nothing_to_do_is_not_a_warning(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+    store = MemoryStore()
+    with caplog.at_level(logging.INFO, logger="unhooked.retention"):
+        await Retention(store, 30, clock=clock).run_once()
+        await store.save_sessions([Session("idle", clock() - 40 * DAY, clock() - 40 * DAY)])
+        clock.advance(DAY)
+        await Retention(store, 30, clock=clock).run_once()
+    levels = [(record.levelname, "nothing to purge" in record.getMessage()) for record in caplog.records]
+    assert levels == [("INFO", True), ("WARNING", False)]
 
 
 async def test_only_the_process_that_claims_the_day_purges(clock: Clock) -> None:
