@@ -129,9 +129,13 @@ def test_match_explain_shows_what_the_matcher_saw_and_its_top_three(tmp_path: Pa
     lines = result.stdout.splitlines()
     assert "matcher saw: why do i keep check them instagram" in lines
     top = lines.index("top intents:")
-    assert lines[top + 1].split()[:3] == ["1.", "cravings", "100.0"]
+    first, fuzzy, meaning = (lines[top + at].split() for at in (1, 2, 3))
+    assert first[:2] == ["1.", "cravings"]
     assert "'I keep checking his instagram'  intents/cravings.yml:" in lines[top + 1]
-    assert [line.split()[0] for line in lines[top + 1 : top + 4]] == ["1.", "2.", "3."]
+    assert fuzzy[:2] == ["fuzzy", "100.0"] and meaning[0] == "meaning" and "nearest" in meaning
+    assert float(first[2]) == pytest.approx(float(fuzzy[5]) + float(meaning[5]), abs=0.11)  # the parts add up
+    ranks = [line.split()[0] for line in lines[top + 1 :] if line.startswith("  ")]
+    assert [rank for rank in ranks if rank[0].isdigit()] == ["1.", "2.", "3."]  # each with its scorers' lines
 
 
 def test_match_explain_json_adds_candidates_and_keeps_the_stable_fields(tmp_path: Path) -> None:
