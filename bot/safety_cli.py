@@ -93,6 +93,8 @@ def _train(args: argparse.Namespace) -> int:
     root = _root(args.root)
     card = train.train(root, args.out or train.FILES, say=lambda line: print(line, flush=True))
     print(f"wrote {card['version']} (sha256 {card['model_sha256']}) with thresholds {card['thresholds']}")
+    if args.out is None:  # the shipped model changed: so do its vectors of the shipped examples
+        return _vectors(args)
     return 0
 
 

@@ -34,6 +34,14 @@ settings.register_profile("ci", max_examples=400, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _settled_process() -> None:
+    """What the bot sets when it starts, set for every test: tests that build PTB objects alone need it too."""
+    from bot.adapters.telegram.app import settle_process
+
+    settle_process()
+
+
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
     """The shipped content, loaded once."""

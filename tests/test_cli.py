@@ -17,7 +17,9 @@ from bot.matcher import MatcherSettings
 from tests.conftest import REPO
 
 
-def run(*args: str, stdin: str = "", env: dict[str, str] | None = None, tmp: Path) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, stdin: str = "", env: dict[str, str] | None = None, tmp: Path, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "UNHOOKED_DB": str(tmp / "data" / "bot.sqlite3"), **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "bot", *args],
@@ -26,7 +28,7 @@ def run(*args: str, stdin: str = "", env: dict[str, str] | None = None, tmp: Pat
         text=True,
         env=environment,
         cwd=REPO,
-        timeout=60,
+        timeout=timeout,
         check=False,
     )
 
@@ -159,11 +161,26 @@ def ANY_EXAMPLE(row: dict) -> str:
     return row["candidates"][0]["example"]
 
 
-def test_eval_prints_tables_and_can_rewrite_the_known_failures_list(tmp_path: Path) -> None:
+FEW = {
+    "miss_them.yaml": "intent: miss_them\ntests:\n  - why do i miss him so much\n  - i miss her every day\n",
+    "_out_of_scope.yaml": "tests:\n  - what's the weather like tomorrow\n  - can you recommend a lawyer\n",
+}
+"""A few test sentences: the commands' output is checked on these, and only one test runs the whole suite."""
+
+
+def folder_of(tmp_path: Path, name: str, files: dict[str, str]) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    for file, text in files.items():
+        (folder / file).write_text(text)
+    return folder
+
+
+def test_eval_prints_tables_and_rewrites_the_known_failures_list_as_shipped(tmp_path: Path) -> None:
     folder = tmp_path / "conversations"
     shutil.copytree(REPO / "tests" / "conversations", folder)
     (folder / "_known_failures.yaml").write_text("failures: []\n")
-    result = run("eval", "--tests", str(folder), "--update-known-failures", tmp=tmp_path)
+    result = run("eval", "--tests", str(folder), "--update-known-failures", tmp=tmp_path, timeout=900)
     assert result.returncode == 0, result.stderr
     for heading in (
         "accuracy ",
@@ -171,6 +188,7 @@ def test_eval_prints_tables_and_can_rewrite_the_known_failures_list(tmp_path: Pa
         "Per intent",
         "Most confused",
         "Threshold, margin and meaning sweep",
+        "Blind set (tests/understanding_blind, 538 messages",  # the shipped blind set, by default
     ):
         assert heading in result.stdout
     assert "running " in result.stderr and "sentences..." in result.stderr
@@ -180,9 +198,10 @@ def test_eval_prints_tables_and_can_rewrite_the_known_failures_list(tmp_path: Pa
 
 
 def test_eval_json_is_one_document(tmp_path: Path) -> None:
-    document = json.loads(run("eval", "--json", tmp=tmp_path).stdout)
-    assert document["sentences"] == sum(row["sentences"] for row in document["intents"])
-    assert document["out_of_scope"]["messages"] >= 40
+    few, blind = folder_of(tmp_path, "few", FEW), folder_of(tmp_path, "blind", BLIND)
+    document = json.loads(run("eval", "--json", "--tests", str(few), "--blind", str(blind), tmp=tmp_path).stdout)
+    assert document["sentences"] == sum(row["sentences"] for row in document["intents"]) == 2
+    assert document["out_of_scope"]["messages"] == 2
     assert {row["threshold"] for row in document["sweep"]} >= {60.0, MatcherSettings().threshold, 85.0}
     assert {row["margin"] for row in document["sweep"]} >= {0.0, 4.0, 8.0}
     assert document["gate"]["passed"] == (document["gate"]["failures"] == [])
@@ -265,11 +284,8 @@ BLIND = {
 
 
 def test_eval_prints_the_blind_figures_and_never_a_blind_message(tmp_path: Path) -> None:
-    blind = tmp_path / "blind"
-    blind.mkdir()
-    for name, text in BLIND.items():
-        (blind / name).write_text(text)
-    result = run("eval", "--blind", str(blind), tmp=tmp_path)
+    few, blind = folder_of(tmp_path, "few", FEW), folder_of(tmp_path, "blind", BLIND)
+    result = run("eval", "--tests", str(few), "--blind", str(blind), tmp=tmp_path)
     assert result.returncode == 0, result.stderr
     report = result.stdout[result.stdout.index("Blind set") :]
     assert "6 messages, written by helpers who never saw the examples" in report
@@ -277,16 +293,11 @@ def test_eval_prints_the_blind_figures_and_never_a_blind_message(tmp_path: Path)
     assert rows == {"short": ["2", "50.0%"], "texting": ["1", "100.0%"], "long": ["1", "100.0%"],
                     "out_of_scope": ["2", "50.0%"]}  # fmt: skip
     assert not any(item in result.stdout for item in ("should i go back to her", "sm", "We split in May"))
-    document = json.loads(run("eval", "--json", "--blind", str(blind), tmp=tmp_path).stdout)
+    document = json.loads(run("eval", "--json", "--tests", str(few), "--blind", str(blind), tmp=tmp_path).stdout)
     assert document["blind"]["files"]["short"] == {
         "messages": 2, "right": 1, "share": 0.5, "fallbacks": 0, "crisis_replies": 0
     }  # fmt: skip
     assert "We split in May" not in json.dumps(document["blind"])
-
-
-def test_eval_reports_the_shipped_blind_set_when_there_is_one(tmp_path: Path) -> None:
-    result = run("eval", tmp=tmp_path)
-    assert "Blind set (tests/understanding_blind, 538 messages" in result.stdout
 
 
 def test_match_stores_nothing_not_even_a_secret_key(tmp_path: Path) -> None:

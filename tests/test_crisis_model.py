@@ -44,9 +44,16 @@ def test_the_card_records_the_corpus_the_model_was_trained_on() -> None:
 
 
 def test_the_shipped_model_scores_the_corpus_as_recorded(model: CrisisModel) -> None:
-    texts = [item.text for item in corpus.safety_part(corpus.training(REPO))]
-    recorded = np.array(json.loads((FILES / "corpus_scores.json").read_text(encoding="utf-8")))[: len(texts)]
-    scores = np.concatenate([1 - model.probabilities(texts[at : at + 64])[:, 0] for at in range(0, len(texts), 64)])
+    every = [item.text for item in corpus.safety_part(corpus.training(REPO))]
+    recorded_all = np.array(json.loads((FILES / "corpus_scores.json").read_text(encoding="utf-8")))[: len(every)]
+    # every third item, short and long alike: a change in how the runtime reads text shows in any of them, and
+    # the whole corpus would take this core most of a minute
+    texts, recorded = every[::3], recorded_all[::3]
+    order = sorted(range(len(texts)), key=lambda at: len(texts[at]))  # batches of like lengths pad little
+    scores = np.empty(len(texts))
+    for start in range(0, len(order), 64):
+        batch = order[start : start + 64]
+        scores[batch] = 1 - model.probabilities([texts[at] for at in batch])[:, 0]
     assert len(scores) == len(recorded)
     assert np.abs(scores - recorded).max() < 0.01
     thresholds = [model.card.concern, model.card.crisis]

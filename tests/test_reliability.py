@@ -26,6 +26,7 @@ import pytest
 from bench.synthetic import message_mix
 from bot.adapters.telegram.render import render
 from bot.content import Catalog
+from bot.crisis import CrisisScreen
 from bot.engine import Engine
 from bot.models import Incoming, Level, Track
 from bot.store.memory import MemoryStore
@@ -37,7 +38,10 @@ pytestmark = pytest.mark.slow
 MESSAGES, PEOPLE = 5000, 500
 FIRST = 700_000
 SECRET = b"s" * 32  # the bot processes' UNHOOKED_SECRET
-FAST = {"UNHOOKED_SENDS_PER_SECOND": "100000", "UNHOOKED_LOG_LEVEL": "WARNING"}
+FAST = {"UNHOOKED_SENDS_PER_SECOND": "100000", "UNHOOKED_LOG_LEVEL": "WARNING", "UNHOOKED_CRISIS_MODEL": "off"}
+"""Sending unpaced, and the lexicon screening alone: these tests are about delivery, and 5,000 passes of the
+learned model (and of the reference engine's) would only make them slower. Its speed is measured in ``bench/``;
+the other bot-process tests run with it."""
 
 
 @dataclass
@@ -52,7 +56,7 @@ class Expected:
 
 async def expect(catalog: Catalog, said: list[tuple[int, str]]) -> Expected:
     """What each person should see, from an engine of its own that reads the messages in the same order."""
-    reference = Engine(MemoryStore(), SECRET, catalog)
+    reference = Engine(MemoryStore(), SECRET, catalog, screen=CrisisScreen(FAST["UNHOOKED_CRISIS_MODEL"]))
     replies: dict[int, list[str]] = {}
     counts: dict[int, list[int]] = {}
     escalations: Counter[str] = Counter()

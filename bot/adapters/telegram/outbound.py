@@ -82,6 +82,11 @@ def seconds(period: float | dtm.timedelta) -> float:
     return period.total_seconds() if isinstance(period, dtm.timedelta) else float(period)
 
 
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 def backoff(failures: int, max_delay: float) -> float:
     """The pause after ``failures`` failures in a row: 0.5 s, 1 s, 2 s ... up to ``max_delay``."""
     return min(max_delay, FIRST_RETRY_DELAY * 2 ** max(0, failures - 1))
@@ -116,6 +121,8 @@ class Sender(BaseRateLimiter[Send]):
         self._resume_at = 0.0
         self._alerts_resume_at = 0.0
         """When alerts may go again after a 429 to one of them (the operators' chat's own limit)."""
+        self._alerts_paused: asyncio.Future[None] | None = None
+        """Resolved when that pause ends: every alert waiting on it wakes, in the order it began to wait."""
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
         self._pump: asyncio.Task[None] | None = None
@@ -160,7 +167,7 @@ class Sender(BaseRateLimiter[Send]):
         failures = 0
         while True:
             if send.priority is Priority.ALERT:
-                await asyncio.sleep(max(0.0, self._alerts_resume_at - self._clock()))
+                await self._alerts_may_go()
             await self._turn(send.priority, place)
             try:
                 result = await callback(*args, **kwargs)
@@ -185,6 +192,14 @@ class Sender(BaseRateLimiter[Send]):
             self.retries += 1
             if self.metrics is not None:
                 self.metrics.retries.inc(endpoint)
+
+    async def _alerts_may_go(self) -> None:
+        """Wait out a 429 to an alert; the alerts that waited go again in the order they began to wait."""
+        while (wait := self._alerts_resume_at - self._clock()) > 0:
+            if self._alerts_paused is None or self._alerts_paused.done():
+                self._alerts_paused = asyncio.get_running_loop().create_future()
+                asyncio.get_running_loop().call_later(wait, _resolve, self._alerts_paused)
+            await asyncio.shield(self._alerts_paused)  # one waiter giving up does not wake the others
 
     def _done(self) -> None:
         """A request finished: its connection is free for the next one."""
