@@ -310,6 +310,50 @@ MONITORING_PATHS = ("/healthz", "/metrics")
 """Served by the bot's HTTP server beside the webhook, so the webhook cannot have these paths."""
 
 
+RESERVED_FILES = 64
+"""File descriptors the bot keeps for itself beside the HTTP server's connections: the database, Telegram, logs."""
+
+
+def _open_files_limit() -> int | None:
+    """How many files this process may open, or ``None`` if unlimited or not known (Windows has no such limit)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    """How much of the bot's HTTP server one client can hold: time for a request's head and body, and connections."""
+
+    header_timeout: float = 10.0
+    """Seconds a connection has to send a request's head, and may stay idle between requests."""
+    body_timeout: float = 10.0
+    """Seconds a request has to send its whole body once its head is in."""
+    max_connections: int = 100
+    """Connections open at once; those beyond it get a 503 and are closed (Telegram opens at most 40)."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> HttpLimits:
+        """Read and check the limits; the connections must fit in the files this process may open."""
+        limits = cls(
+            header_timeout=_positive_float(env, "UNHOOKED_HTTP_HEADER_TIMEOUT", cls.header_timeout),
+            body_timeout=_positive_float(env, "UNHOOKED_HTTP_BODY_TIMEOUT", cls.body_timeout),
+            max_connections=_positive_int(env, "UNHOOKED_HTTP_MAX_CONNECTIONS", cls.max_connections),
+        )
+        files = _open_files_limit()
+        if files is not None and limits.max_connections + RESERVED_FILES > files:
+            raise ConfigError(
+                f"UNHOOKED_HTTP_MAX_CONNECTIONS is {limits.max_connections}, but this process may open only {files} "
+                f"files and the bot keeps {RESERVED_FILES} for itself; set it to at most "
+                f"{max(files - RESERVED_FILES, 1)}, or raise the limit (LimitNOFILE= in the systemd unit, "
+                "ulimit -n, or Docker's --ulimit nofile=)"
+            )
+        return limits
+
+
 @dataclass(frozen=True)
 class TelegramSettings:
     """What the Telegram adapter needs on top of ``Settings``; the token never appears in a repr or a log."""
@@ -333,6 +377,8 @@ class TelegramSettings:
     http_port: int | None = None
     """The port of the bot's HTTP server: /healthz, /metrics, and the webhook (``UNHOOKED_HTTP_PORT``).
     Unset: no server when polling, ``DEFAULT_HTTP_PORT`` in webhook mode."""
+    http_limits: HttpLimits = HttpLimits()
+    """Time limits for a request's head and body, and the most connections at once (``HttpLimits.from_env``)."""
     poll_timeout: float = 30.0
     """Seconds one long poll waits for updates (``UNHOOKED_POLL_TIMEOUT``)."""
     request_timeout: float = 10.0
@@ -389,6 +435,7 @@ class TelegramSettings:
             webhook_secret=secret_setting(env, "UNHOOKED_WEBHOOK_SECRET"),
             http_listen=env.get("UNHOOKED_HTTP_LISTEN", "").strip() or "127.0.0.1",
             http_port=_port(env, "UNHOOKED_HTTP_PORT"),
+            http_limits=HttpLimits.from_env(env),
             poll_timeout=_positive_float(env, "UNHOOKED_POLL_TIMEOUT", 30.0),
             request_timeout=_positive_float(env, "UNHOOKED_REQUEST_TIMEOUT", 10.0),
             sends_per_second=_positive_float(env, "UNHOOKED_SENDS_PER_SECOND", 25.0),

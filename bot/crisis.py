@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
-from bot import safety
+from bot import bounded, safety
 from bot.health import Faults, describe
 from bot.lexicon import Rule
 from bot.metrics import Metrics
@@ -26,11 +26,17 @@ log = logging.getLogger("unhooked.crisis")
 
 MODEL = "crisis_model"
 """The health check that fails while the learned screen cannot run."""
+PATTERNS = "crisis_patterns"
+"""The health check that fails once a rule's pattern has run out of its time bound, until the rules change."""
 OFF = "off"
 """``UNHOOKED_CRISIS_MODEL=off``: screen with the lexicon alone."""
 RECENT = 256
 """Verdicts kept for recent messages (by a hash of the text, never the text): an adapter that screens an update
 as it arrives, to put a crisis first, and the engine that answers it then read it once, not twice."""
+
+
+def _source(rule: Rule) -> str:
+    return f"rule {rule.id}"
 
 
 @lru_cache(maxsize=4)
@@ -48,7 +54,12 @@ def load_model(folder: Path | None) -> object:
 
 
 class CrisisScreen:
-    """Screens one message: ``detect`` never raises, and a failing lexicon counts as a crisis."""
+    """Screens one message: ``detect`` never raises, and a failing lexicon counts as a crisis.
+
+    A rule whose pattern runs out of its time bound (``bot.bounded``) counts as fired at its own level, the
+    other rules (the floor's among them) still run, and the rule is logged by id, counted in
+    ``unhooked_crisis_pattern_timeouts_total`` and reported under the ``crisis_patterns`` health check.
+    """
 
     def __init__(
         self, model: str | None = None, *, faults: Faults | None = None, metrics: Metrics | None = None
@@ -56,6 +67,8 @@ class CrisisScreen:
         self.faults = faults or Faults()
         self.metrics = metrics
         self._recent: OrderedDict[int, tuple[Screened | None, Detection | None]] = OrderedDict()
+        self._slow: set[Rule] = set()
+        """Rules whose pattern has run out of its time bound (reported under ``PATTERNS`` while they are used)."""
         self.rules: tuple[Rule, ...] = floor()  # raises FloorError, with a sentence, if the floor does not compile
         self.model = None
         self.model_state = OFF
@@ -73,6 +86,11 @@ class CrisisScreen:
         safety.prepare(rules)  # never raises: a prefilter that cannot be built tries every rule
         self.rules = rules
         self._recent.clear()  # a verdict under the old rules no longer holds
+        self._slow &= set(rules)  # a rule changed or removed is no longer the slow one
+        still = {_source(rule) for rule in self._slow}
+        for source in self.faults.of(PATTERNS):
+            if source not in still:
+                self.faults.clear(PATTERNS, source)
 
     def detect(self, text: str) -> Detection | None:
         """The most serious detection for ``text`` from the lexicon and, below crisis, the model."""
@@ -91,13 +109,16 @@ class CrisisScreen:
         return verdict
 
     def _read(self, text: str) -> tuple[Screened | None, Detection | None]:
+        timed_out: list[Rule] = []
         try:
             screened = screen(text)
-            found = safety.detect(screened, self.rules)
+            found = safety.detect(screened, self.rules, timed_out=timed_out)
         except Exception:
             log.exception("the crisis screen failed; answering with crisis resources to be safe")
             self._count("screen")
             return None, safety.SCREEN_FAILED
+        for rule in timed_out:
+            self._timed_out(rule)
         if self.model is None or (found is not None and found.level.rank >= Level.CRISIS.rank):
             return screened, found
         try:
@@ -112,6 +133,18 @@ class CrisisScreen:
         if found is not None and found.window_level is not None:  # what the rule reaches in a crisis state stays
             learned = dataclasses.replace(learned, window_level=found.window_level)
         return screened, learned
+
+    def _timed_out(self, rule: Rule) -> None:
+        """A rule ran out of its time bound: it counted as fired; say so in the log, the metrics and health."""
+        detail = (
+            f"ran out of its {bounded.BOUND:g} s bound on a message and counted as a match "
+            f"({rule.level.value}, {rule.category}); simplify it in its rule file (python -m bot check)"
+        )
+        log.error("crisis screen: the pattern of rule %s %s", rule.id, detail)
+        self._slow.add(rule)
+        self.faults.fail(PATTERNS, _source(rule), detail)
+        if self.metrics is not None:
+            self.metrics.pattern_timeouts.inc()
 
     def _count(self, part: str) -> None:
         if self.metrics is not None:

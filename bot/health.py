@@ -70,6 +70,10 @@ class Faults:
         """The faults of one check, by source."""
         return dict(self._faults.get(check, {}))
 
+    def checks(self) -> list[str]:
+        """The checks that have a fault now."""
+        return [check for check, faults in self._faults.items() if faults]
+
 
 class Health:
     """The answer to ``/healthz``: every check, and whether all of them pass.
@@ -104,7 +108,7 @@ class Health:
             STORE: await self._store(),
             CONTENT: self._content(),
         }
-        for name in self.grace:
+        for name in (*self.grace, *self.faults.checks()):  # a check nobody gave a grace still shows its faults
             checks.setdefault(name, {"ok": True})
         for name, check in checks.items():
             self._add_faults(name, check, now)

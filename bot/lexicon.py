@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bot.bounded import Pattern
 from bot.models import Level, Problem, Track
 from bot.normalize import PARTNER_WORDS, PARTNER_WORDS_AFTER_MY
 from bot.yamlfile import read_yaml
@@ -74,7 +75,8 @@ class Rule:
     id: str
     category: str
     level: Level
-    pattern: re.Pattern[str]
+    pattern: Pattern
+    """Compiled by ``bot.bounded``: searched with a time bound (``bounded.search``)."""
     track: Track = Track.SELF
     window_level: Level | None = None
     """The level this rule reaches when the person is already in a crisis state (never lower than ``level``)."""

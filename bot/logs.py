@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,6 +36,48 @@ def quiet_library_logs() -> None:
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, _Redact) for f in handler.filters):
             handler.addFilter(_Redact())
+
+
+class Throttle(logging.Filter):
+    """At most one line per ``every`` seconds of each kind (logger and raw message); the next counts the rest.
+
+    Attached (``attach``) to the loggers that a flood of bad requests writes to, so that it writes a few lines.
+    """
+
+    MAX_KINDS = 256
+    """Kinds remembered; past that the memory starts afresh (a message written with its values inside)."""
+
+    def __init__(self, every: float, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.every = every
+        self._clock = clock
+        self._kinds: dict[tuple[str, str], tuple[float, int]] = {}
+        """By kind: when a line of it was last let through, and how many were left out since."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key, now = (record.name, str(record.msg)), self._clock()
+        last, left_out = self._kinds.get(key, (None, 0))
+        if last is not None and now - last < self.every:
+            self._kinds[key] = (last, left_out + 1)
+            return False
+        if len(self._kinds) >= self.MAX_KINDS:
+            self._kinds.clear()
+        self._kinds[key] = (now, 0)
+        if left_out and last is not None:
+            record.msg = f"{record.msg} ({left_out} more like it in the {now - last:.0f} s before were not logged)"
+        return True
+
+    def attach(self, names: Iterable[str]) -> Callable[[], None]:
+        """Filter the loggers ``names``; returns what takes the filter off them again."""
+        loggers = [logging.getLogger(name) for name in names]
+        for logger in loggers:
+            logger.addFilter(self)
+
+        def detach() -> None:
+            for logger in loggers:
+                logger.removeFilter(self)
+
+        return detach
 
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -305,6 +305,10 @@ class Metrics:
             "unhooked_content_loaded", "1 while content is served, 0 while only crisis replies and notices can be sent."
         )
         self.content_intents = registry.gauge("unhooked_content_intents", "Intents in the content being served.")
+        self.pattern_timeouts = registry.counter(
+            "unhooked_crisis_pattern_timeouts_total",
+            "Crisis-screen rule searches that ran out of their time bound and counted as a match (the rule is logged).",
+        )
         self.crisis_model_loaded = registry.gauge(
             "unhooked_crisis_model_loaded",
             "1 while the learned crisis screen runs beside the lexicon, 0 while it cannot.",

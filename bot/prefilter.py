@@ -27,6 +27,8 @@ _MIN_LITERAL = 3
 _MAX_LITERAL = 40
 """Longer strings are looked for by their start alone (a text holding a string holds its start)."""
 _REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
+_SHARED_FLAGS = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE
+"""The flags that mean the same to ``regex`` (which compiles the rules, ``bot.bounded``) and to ``re``'s parser."""
 
 
 Requirement = None | str | tuple[str, tuple["Requirement", ...]]
@@ -260,7 +262,7 @@ class Prefilter:
 
     @classmethod
     def of(cls, rules: tuple[Rule, ...]) -> Prefilter:
-        requirements = [requirement(rule.pattern.pattern, rule.pattern.flags) for rule in rules]
+        requirements = [requirement(rule.pattern.pattern, rule.pattern.flags & _SHARED_FLAGS) for rule in rules]
         always: set[int] = set()
         filed: dict[str, list[int]] = {}
         for position, needs in enumerate(requirements):

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot import lexicon
+from bot import bounded, lexicon
 from bot.errors import BotError
 from bot.lexicon import BUILT_IN_MACROS, CATEGORIES, TRACKS, Rule, floor_data
 from bot.models import Level, Problem, Track
@@ -157,11 +157,14 @@ def compile_rule(
     else:
         source = _source(given[0], alternatives if alternatives is not None else [pattern or ""], macros or {})
     try:
-        compiled = re.compile(source)
+        compiled = bounded.compile_pattern(source)
     except re.error as error:
         message = f"the pattern is not a valid regular expression: {error.msg} at position {error.pos}"
-        raise RuleError(given[0], message, _culprit(alternatives, macros or {})) from None
-    if compiled.search("") is not None:
+        raise RuleError(given[0], message, _culprit(alternatives, macros or {}, _invalid)) from None
+    slow = bounded.backtracking(source)
+    if slow is not None:
+        raise RuleError(given[0], slow, _culprit(alternatives, macros or {}, bounded.backtracking))
+    if bounded.search(compiled, "") is not False:
         raise RuleError(given[0], "the pattern matches an empty message, so it would fire on every message")
     return Rule(rule_id, category, chosen, compiled, Track(track) if track else TRACKS[category], raised, language)
 
@@ -193,14 +196,21 @@ def _source(key: str, lines: list[str], macros: Mapping[str, str]) -> str:
     return "|".join(pieces)
 
 
-def _culprit(alternatives: list[str] | None, macros: Mapping[str, str]) -> int | None:
-    """Which line of ``alternatives`` is not a valid regular expression on its own, if one is."""
+def _culprit(alternatives: list[str] | None, macros: Mapping[str, str], faulty: Callable[[str], object]) -> int | None:
+    """Which line of ``alternatives`` is ``faulty`` on its own (macros expanded), if one is."""
     for index, line in enumerate(alternatives or ()):
-        try:
-            re.compile(expand(line, macros))
-        except re.error:
+        if faulty(expand(line, macros)):
             return index
     return None
+
+
+def _invalid(source: str) -> bool:
+    """Whether ``source`` is not a valid regular expression."""
+    try:
+        bounded.parse(source)
+    except re.error:
+        return True
+    return False
 
 
 def pattern_warnings(pattern: str) -> list[str]:
@@ -331,20 +341,32 @@ class RuleReader(FieldReader):
         return Entry(rule, path, item.line, tuple(examples), tuple(non_examples))
 
     def check_examples(self, entries: Iterable[Entry]) -> None:
-        """Every example must fire its rule and no non-example may."""
+        """Every example must fire its rule and no non-example may; none may take the pattern past its bound."""
         for entry in entries:
             rule = entry.rule
             for example, line in entry.examples:
-                if not rule.pattern.search(screen_text(example)):
+                if self._tried(entry, example, line) is False:
                     self.error(entry.path, line, f"the example {example!r} is not caught by safety pattern {rule.id!r}")
             for example, line in entry.non_examples:
-                if rule.pattern.search(screen_text(example)):
+                if self._tried(entry, example, line) is True:
                     self.error(
                         entry.path,
                         line,
                         f"the non-example {example!r} is caught by safety pattern {rule.id!r}; narrow the pattern "
                         "or move the message to `examples:`",
                     )
+
+    def _tried(self, entry: Entry, example: str, line: int) -> bool | None:
+        """Whether the entry's rule fires on ``example``; ``None`` (and an error) if it ran out of its time bound."""
+        fired = bounded.search(entry.rule.pattern, screen_text(example))
+        if fired is None:
+            self.error(
+                entry.path,
+                line,
+                f"safety pattern {entry.rule.id!r} took more than {bounded.BOUND:g} s on {example!r}, so the screen "
+                "stops it there and answers as if it matched; simplify the pattern",
+            )
+        return fired
 
 
 @functools.cache

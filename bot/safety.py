@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from bot import lexicon, resources
+from bot import bounded, lexicon, resources
 from bot.lexicon import Rule
 from bot.models import Detection, Level, Reply, ReplyKind, Track
 from bot.prefilter import prefilter_of
@@ -36,29 +36,45 @@ def _read(text: str | Screened) -> Screened:
     return text if isinstance(text, Screened) else screen(text)
 
 
-def fired(text: str | Screened, rules: Iterable[Rule] | None = None, *, prefilter: bool = True) -> list[Rule]:
+def fired(
+    text: str | Screened,
+    rules: Iterable[Rule] | None = None,
+    *,
+    prefilter: bool = True,
+    timed_out: list[Rule] | None = None,
+) -> list[Rule]:
     """Every rule that fires on ``text``, in rule order (``prefilter`` only skips rules that cannot match).
 
-    ``text`` is a message or what ``bot.screen.screen`` made of it; ``rules`` defaults to the floor's.
+    ``text`` is a message or what ``bot.screen.screen`` made of it; ``rules`` defaults to the floor's. A rule
+    whose search runs out of its time bound (``bot.bounded.BOUND``) counts as fired, so that a slow pattern
+    never makes a message look safer than it would have, and is added to ``timed_out`` when given.
     """
     screened = _read(text).text
     if not screened:
         return []
     rules = floor() if rules is None else rules if isinstance(rules, tuple) else tuple(rules)
-    if not prefilter:
-        return [rule for rule in rules if rule.pattern.search(screened)]
-    return [rules[at] for at in prefilter_of(rules).candidates(screened) if rules[at].pattern.search(screened)]
+    found = []
+    for at in prefilter_of(rules).candidates(screened) if prefilter else range(len(rules)):
+        matched = bounded.search(rules[at].pattern, screened)
+        if matched is None and timed_out is not None:
+            timed_out.append(rules[at])
+        if matched is not False:
+            found.append(rules[at])
+    return found
 
 
-def detect(text: str | Screened, rules: Iterable[Rule] | None = None) -> Detection | None:
+def detect(
+    text: str | Screened, rules: Iterable[Rule] | None = None, *, timed_out: list[Rule] | None = None
+) -> Detection | None:
     """The most serious detection for ``text``, or ``None``.
 
     The highest level wins and, at the same level, the rule listed first. When a rule about
     danger from others fires at crisis level or above, the reply takes that track, whose
     resources include 988 as well, so both kinds of help are shown. When any rule that fired
-    reads Spanish, the reply adds 988's Spanish line.
+    reads Spanish, the reply adds 988's Spanish line. ``timed_out`` collects the rules that ran out of their
+    time bound, which count as fired (``fired``).
     """
-    found = fired(text, rules)
+    found = fired(text, rules, timed_out=timed_out)
     if not found:
         return None
     best = max(found, key=lambda rule: rule.level.rank)  # max keeps the first of equals

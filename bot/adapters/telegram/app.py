@@ -325,7 +325,9 @@ async def _serve(
     port = telegram.server_port(webhook)
     if port is not None:
         # health first: it answers while Telegram is still being reached
-        server = await serve_monitoring(telegram.http_listen, port, health, bot.engine.metrics.registry)
+        server = await serve_monitoring(
+            telegram.http_listen, port, health, bot.engine.metrics.registry, telegram.http_limits
+        )
     await application.start()
     background = [asyncio.create_task(intake.journal.purge_forever(locks=locks), name="telegram-purge")]
     if isinstance(intake.lanes, SharedLanes):  # chats left waiting by a replica that died
