@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bot import __version__, backups, checking, evaluate, explain, operators, safety_cli, store_cli, understanding
-from bot.adapters.terminal import TerminalChat, stderr_alerter, stderr_content_alert
+from bot.adapters.terminal import TerminalChat, stderr_alerter, stderr_content_alert, stderr_notice
 from bot.config import Settings, TelegramSettings, log_format
 from bot.content import read_content
 from bot.conversations import KNOWN_FAILURES, read_sentences
@@ -26,7 +26,7 @@ from bot.logs import configure_logging
 from bot.meaning import vectors_for
 from bot.models import Incoming, Level
 from bot.service import existing_store, running_service
-from bot.spool import Spool
+from bot.spool import Spools
 from bot.store.backup import Backup
 from bot.store.memory import MemoryStore
 from bot.store.sqlite import SqliteStore
@@ -258,7 +258,11 @@ def _chat(args: argparse.Namespace) -> int:
     settings = Settings.from_env().with_db(args.db)
 
     async def talk() -> None:
-        alerts = {"alerter": stderr_alerter(sys.stderr), "content_alert": stderr_content_alert(sys.stderr)}
+        alerts = {
+            "alerter": stderr_alerter(sys.stderr),
+            "content_alert": stderr_content_alert(sys.stderr),
+            "notice": stderr_notice(sys.stderr),
+        }
         async with running_service(settings, **alerts) as service:
             engine = service.engine
             interactive = sys.stdin.isatty() and sys.stdout.isatty()
@@ -364,7 +368,7 @@ def _eval(args: argparse.Namespace) -> int:
 def _operate(args: argparse.Namespace, work: Any) -> int:
     """Run ``work(store, spool)`` on the escalation log named by --db or UNHOOKED_DB and print what it returns."""
     settings = Settings.from_env().with_db(args.db)
-    spool = Spool(settings.spool_path) if settings.spool_path else None
+    spool = Spools(settings.spool_paths) if settings.spool_paths else None
 
     async def run() -> None:
         async with existing_store(settings) as store:
@@ -394,7 +398,7 @@ def _escalations_tail(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
 
-    async def work(store: Any, spool: Spool | None) -> None:
+    async def work(store: Any, spool: Spools | None) -> None:
         print(f"following escalations in {store.where}; press Ctrl-C to stop", file=sys.stderr, flush=True)
         await operators.follow(store, write, last=max(args.last, 0), every=args.every, as_json=args.json)
 
@@ -410,7 +414,7 @@ def _escalations_stats(args: argparse.Namespace) -> int:
 
 
 def _escalations_export(args: argparse.Namespace) -> int:
-    async def work(store: Any, spool: Spool | None) -> str:
+    async def work(store: Any, spool: Spools | None) -> str:
         text, count = await operators.export_text(store, spool, args.format, since=args.since, level=_level(args))
         if args.output is None:
             return text
@@ -459,12 +463,7 @@ def _restore(args: argparse.Namespace) -> int:
     settings = Settings.from_env().with_db(args.db)
     _sqlite_file(settings, "restore", "restore writes a SQLite database; restore PostgreSQL with pg_restore")
     done = asyncio.run(backups.restore(args.path, settings.db_path, force=args.force))
-    if done.kept is not None:
-        print(f"kept the database it replaces as {done.kept}")
-    print(f"restored {args.path} to {done.copy.path}: {backups.describe(done.copy)}")
-    if done.migrated:
-        print(f"then migrated it forward: {', '.join(done.migrated)}")
-    print(backups.SAME_KEY_NOTE)
+    print(backups.restore_report(done, args.path))
     return 0
 
 

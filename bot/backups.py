@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import time
 from contextlib import closing
@@ -13,6 +14,7 @@ from urllib.parse import quote
 from bot.errors import ConfigError, SchemaError, StoreError
 from bot.store.backup import Backup
 from bot.store.sqlite import SqliteStore
+from bot.store.sqlite_file import companions, in_use, is_corruption, marker_of
 
 SAME_KEY_NOTE = (
     "Restored, its sessions link to people only with the same UNHOOKED_SECRET (or the secret.key beside the database)."
@@ -43,6 +45,41 @@ class Restored:
     """Where the database it replaced was kept, if there was one."""
     migrated: tuple[str, ...]
     """Migrations applied after the restore (a backup from an older version moves forward)."""
+    set_aside: tuple[Path, ...] = ()
+    """The ``-wal`` and ``-shm`` files a lost or damaged database left, moved away so they never meet the copy."""
+
+
+def restore_report(done: Restored, source: Path) -> str:
+    """What ``restore`` did, in lines for the operator."""
+    lines = [f"kept the database it replaces as {done.kept}"] if done.kept is not None else []
+    lines += [
+        f"moved {path.name.split('.before-')[0]}, left by the database it replaces, to {path}"
+        for path in done.set_aside
+    ]
+    lines.append(f"restored {source} to {done.copy.path}: {describe(done.copy)}")
+    if done.migrated:
+        lines.append(f"then migrated it forward: {', '.join(done.migrated)}")
+    return "\n".join([*lines, SAME_KEY_NOTE])
+
+
+def _stamp(now: float | None) -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
+
+
+def _refuse_if_open(target: Path, doing: str) -> None:
+    if in_use(target):
+        raise StoreError(f"{target} is still open in another process; stop the bot first, then {doing}")
+
+
+def set_aside(target: Path, suffix: str) -> tuple[Path, ...]:
+    """Move the ``-wal``/``-shm`` files at ``target`` away, renamed with ``suffix``: a lost database's, never ours."""
+    moved = []
+    for companion in companions(target):
+        if companion.exists():
+            aside = companion.with_name(companion.name + suffix)
+            os.replace(companion, aside)
+            moved.append(aside)
+    return tuple(moved)
 
 
 def _copy(source: Path, target: Path, *, read_only: bool) -> None:
@@ -61,6 +98,7 @@ async def restore(source: Path, db_path: Path, *, force: bool = False, now: floa
     ``<name>.before-restore-<UTC time>`` first. The backup file itself is only read.
     """
     target = Path(db_path)
+    _refuse_if_open(target, "restore")
     if not source.is_file():
         raise ConfigError(f"there is no backup at {source}; give the path of a file `python -m bot backup` wrote")
     if target.exists() and not force:
@@ -88,27 +126,54 @@ async def restore(source: Path, db_path: Path, *, force: bool = False, now: floa
             ) from None
         async with copy:
             migrated = copy.migrated
-            kept = await _keep(target, now if now is not None else time.time())
+            stamp = _stamp(now)
+            kept = await _keep(target, stamp)
+            aside = set_aside(target, f".before-restore-{stamp}")
             done = await copy.backup(target, overwrite=True)
     finally:
-        for leftover in (staged, staged.with_name(staged.name + "-wal"), staged.with_name(staged.name + "-shm")):
+        for leftover in (staged, *companions(staged), marker_of(staged)):
             leftover.unlink(missing_ok=True)
-    return Restored(done, kept, migrated)
+    return Restored(done, kept, migrated, aside)
 
 
-async def _keep(target: Path, now: float) -> Path | None:
-    """Copy the database about to be replaced beside it; refuse if another process still has it open."""
+async def _keep(target: Path, stamp: str) -> Path | None:
+    """Copy the database about to be replaced beside it (as it is, if damaged); refuse if it is still open."""
     if not target.exists():
         return None
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
     kept = target.with_name(f"{target.name}.before-restore-{stamp}")
     try:
         _copy(target, kept, read_only=False)
     except sqlite3.Error as error:
-        raise StoreError(f"could not keep a copy of {target} before replacing it: {error}") from None
+        if not is_corruption(error):
+            raise StoreError(f"could not keep a copy of {target} before replacing it: {error}") from None
+        shutil.copyfile(target, kept)  # SQLite cannot read it: keep its bytes, for whoever looks into it
+        os.chmod(kept, 0o600)
+        return kept
     if target.with_name(target.name + "-wal").exists():  # the last connection to close removes it
         raise StoreError(
             f"{target} is still open in another process (its -wal file stays); stop the bot first, then restore "
             f"(the current database was copied to {kept})"
         )
     return kept
+
+
+def start_afresh(db_path: Path, *, force: bool = False, now: float | None = None) -> tuple[Path, ...]:
+    """Say that a fresh start is intended: clear what shows a database was at ``db_path``; return what was moved.
+
+    The bot refuses to create an empty database where one held data (its ``.created`` mark, or ``-wal``/``-shm``
+    files, are there); this removes the mark and moves those files aside. An existing (corrupt) database file is
+    moved aside too, only with ``force``. The next start creates an empty database and replays the spool into it.
+    """
+    target = Path(db_path)
+    _refuse_if_open(target, "start afresh")
+    suffix = f".before-fresh-start-{_stamp(now)}"
+    moved: tuple[Path, ...] = ()
+    if target.exists():
+        if not force:
+            raise ConfigError(
+                f"{target} is there; to replace it with an empty database anyway (it is kept beside it), add --force"
+            )
+        moved = (target.with_name(target.name + suffix),)
+        os.replace(target, moved[0])
+    marker_of(target).unlink(missing_ok=True)
+    return moved + set_aside(target, suffix)

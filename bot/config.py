@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from bot.database import Database, Pool
 from bot.errors import ConfigError
+from bot.spool import SPOOL_NAME, spool_dirs
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 MIN_SECRET_CHARS = 16
@@ -133,6 +134,8 @@ class Settings:
     """The PostgreSQL connection pool (``UNHOOKED_DB_POOL_MIN``, ``UNHOOKED_DB_POOL_MAX``, ``UNHOOKED_DB_TIMEOUT``)."""
     crisis_model: str | None = None
     """The learned crisis screen (``UNHOOKED_CRISIS_MODEL``): unset for the shipped model, ``off``, or a folder."""
+    spool_dirs: tuple[Path, ...] = ()
+    """The spool's places after the database's folder (``UNHOOKED_SPOOL_DIR``, else ``default_spool_dirs``)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -184,6 +187,7 @@ class Settings:
             realert_times=_positive_int(env, "UNHOOKED_REALERT_TIMES", DEFAULT_REALERT_TIMES),
             escalation_excerpts=_flag(env, "UNHOOKED_ESCALATION_EXCERPTS"),
             crisis_model=crisis_model,
+            spool_dirs=() if database.in_memory else spool_dirs(env, database.path),
         )
 
     @property
@@ -193,10 +197,17 @@ class Settings:
 
     @property
     def spool_path(self) -> Path | None:
-        """Where escalations go when the database does not take them; none for an in-memory database."""
+        """The spool's first place, beside the database; none for an in-memory database."""
         if str(self.db_path) == ":memory:":
             return None
-        return self.db_path.parent / "escalations.spool.jsonl"
+        return self.db_path.parent / SPOOL_NAME
+
+    @property
+    def spool_paths(self) -> tuple[Path, ...]:
+        """Every place of the spool, in the order they are tried: beside the database, then ``spool_dirs``."""
+        if self.spool_path is None:
+            return ()
+        return (self.spool_path, *(folder / SPOOL_NAME for folder in self.spool_dirs))
 
     @property
     def meaning_folder(self) -> str | None:

@@ -29,3 +29,19 @@ class StoreError(BotError):
 
 class SchemaError(StoreError):
     """The database's migrations are not this version's: newer, or behind for a command that never migrates."""
+
+
+MISSING, REPLACED, CORRUPT, UNOPENED = "missing", "replaced", "corrupt", "unopened"
+DATABASE_FAULTS = (MISSING, REPLACED, CORRUPT, UNOPENED)
+"""What can be wrong with the database as a whole: its file deleted or replaced while the bot ran, its content
+corrupt, or (at start) a database that could not be opened at all."""
+
+
+class DatabaseFault(StoreError):
+    """The database as a whole is lost or unusable (``kind``, one of ``DATABASE_FAULTS``); the message says how."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        if kind not in DATABASE_FAULTS:
+            raise ValueError(f"a database fault is one of {DATABASE_FAULTS}, not {kind!r}")
+        self.kind = kind
+        super().__init__(detail)

@@ -1,9 +1,16 @@
-"""Escalations: recorded durably (the database, else the spool) and handed to the operators' alerter."""
+"""Escalations: recorded durably (the database, else the spool) and handed to the operators' alerter.
+
+Where a record goes: the database, if it takes it within ``RECORD_TIMEOUT``; else the first place of the spool
+that takes it; else memory, retried every ``RETRY_EVERY`` seconds, with the operators' alert (id, level,
+category, time, person key) and the JSON log line as its records meanwhile. A store that is not a database (the
+memory stand-in while the database cannot be opened) is skipped when there is a spool, and never replayed into.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import time
@@ -16,7 +23,7 @@ from bot.health import STORE, Faults, describe
 from bot.logs import FIELDS
 from bot.metrics import LEVELS, Metrics
 from bot.models import Escalation, Level
-from bot.spool import Spool
+from bot.spool import Spools
 from bot.store import EscalationLog, LocalLocks, Locks, run_once
 from bot.store.codec import to_record
 
@@ -76,7 +83,7 @@ class Escalator:
     def __init__(
         self,
         store: EscalationLog,
-        spool: Spool | None = None,
+        spool: Spools | None = None,
         alerter: Alerter | None = None,
         *,
         clock: Callable[[], float] = time.time,
@@ -100,6 +107,8 @@ class Escalator:
         self._alerted: dict[str, None] = {}
         """The last ``REMEMBER_ALERTED`` escalations alerted, whether or not their mark is written yet."""
         self._alerting: asyncio.Task[None] | None = None
+        self._unstored: dict[str, Escalation] = {}
+        """Escalations neither the database nor any spool place took: kept here and retried (``replay_spool``)."""
         self.metrics.alerts_pending.read = lambda: len(self._owed)
         self._unacked: dict[str, list[float]] = {level: [] for level in LEVELS}
         """When each unacknowledged escalation happened, by level, as last read (``refresh_unacked``)."""
@@ -108,35 +117,78 @@ class Escalator:
             (level,): max(0.0, self._clock() - min(ats)) if ats else 0.0 for level, ats in self._unacked.items()
         }
 
+    @property
+    def writes_to_store(self) -> bool:
+        """Whether escalations go to the store: a database, or memory when there is no spool to keep them."""
+        return self.store.durable or self.spool is None
+
     async def record(self, escalation: Escalation) -> None:
         """Store the escalation in the database, or the spool if the database does not take it in time."""
         log.warning("%s", log_line(escalation), extra={FIELDS: log_fields(escalation)})
-        try:
-            async with asyncio.timeout(RECORD_TIMEOUT):
-                await self.store.record_escalations([escalation])
-        except (StoreError, TimeoutError) as error:
-            self.metrics.store_errors.inc("escalation_record")
-            self.faults.fail(STORE, "escalation records", describe(error, RECORD_TIMEOUT))
-            self._spool(escalation, error)
-        else:
-            self.metrics.escalations_stored.inc("database")
-            self.faults.clear(STORE, "escalation records")
+        reason = "the database is not open (the bot runs on a stand-in in memory)"
+        if self.writes_to_store:
+            try:
+                await self._write(escalation)
+            except (StoreError, TimeoutError) as error:
+                reason = describe(error, RECORD_TIMEOUT)
+                self.metrics.store_errors.inc("escalation_record")
+                self.faults.fail(STORE, "escalation records", reason)
+            else:
+                self.metrics.escalations_stored.inc("database")
+                self.faults.clear(STORE, "escalation records")
+                self._owe([escalation])
+                return
+        self.metrics.escalations_stored.inc("spool" if self._spool(escalation, reason) else "nowhere")
         self._owe([escalation])
 
-    def _spool(self, escalation: Escalation, error: Exception) -> None:
-        if self.spool is None:
-            self.metrics.escalations_stored.inc("nowhere")
-            log.critical(
-                "escalation %s not stored (%s) and no spool is configured", escalation.id, type(error).__name__
-            )
-            return
-        try:
-            self.spool.append(escalation)
-            self.metrics.escalations_stored.inc("spool")
-            log.error("database did not take escalation %s (%s); spooled to %s", escalation.id, error, self.spool.path)
-        except OSError as spool_error:
-            self.metrics.escalations_stored.inc("nowhere")
-            log.critical("escalation %s could be stored nowhere: %s; %s", escalation.id, error, spool_error)
+    async def _write(self, escalation: Escalation) -> None:
+        async with asyncio.timeout(RECORD_TIMEOUT):
+            await self.store.record_escalations([escalation])
+
+    def _spool(self, escalation: Escalation, reason: str) -> bool:
+        """Spool an escalation the database did not take; else keep it in memory. ``True`` if spooled."""
+        if self.spool is not None:
+            try:
+                where = self.spool.append(escalation)
+            except OSError as error:
+                reason = f"{reason}; spool: {error.strerror or error}"
+            else:
+                log.error("the database did not take escalation %s (%s); spooled to %s", escalation.id, reason, where)
+                return True
+        else:
+            reason = f"{reason}; no spool is configured"
+        self._unstored[escalation.id] = escalation
+        log.critical(
+            "escalation %s could be stored nowhere (%s): kept in memory and retried every %g s; until then its "
+            "operators' alert and the log line above are its only records",
+            escalation.id,
+            reason,
+            RETRY_EVERY,
+        )
+        self.faults.fail(
+            STORE,
+            "unstored escalations",
+            f"{len(self._unstored)} escalations stored nowhere ({reason}): kept in memory and retried; their "
+            "operators' alerts are their only other record",
+        )
+        return False
+
+    async def _store_unstored(self) -> None:
+        """Try again to store the escalations kept in memory: the database, else the spool."""
+        for escalation in list(self._unstored.values()):
+            if self.writes_to_store:
+                with contextlib.suppress(StoreError, TimeoutError):
+                    await self._write(escalation)
+                    del self._unstored[escalation.id]
+                    log.warning("escalation %s, kept in memory, is in the database now", escalation.id)
+                    continue
+            if self.spool is not None:
+                with contextlib.suppress(OSError):
+                    where = self.spool.append(escalation)
+                    del self._unstored[escalation.id]
+                    log.warning("escalation %s, kept in memory, is spooled to %s now", escalation.id, where)
+        if not self._unstored:
+            self.faults.clear(STORE, "unstored escalations")
 
     def _owe(self, escalations: Sequence[Escalation]) -> asyncio.Task[None] | None:
         """Queue alerts for these escalations (once each) and make sure the one alert task runs."""
@@ -169,10 +221,30 @@ class Escalator:
                 if len(self._alerted) > REMEMBER_ALERTED:
                     del self._alerted[next(iter(self._alerted))]
             for escalation in batch:
-                try:
-                    await self.store.mark_alerted(escalation.id, now)
-                except StoreError as error:
-                    log.error("alert for escalation %s delivered but not marked: %s", escalation.id, error)
+                await self._remember_alerted(escalation, now)
+
+    async def _remember_alerted(self, escalation: Escalation, at: float) -> None:
+        """Mark an escalation alerted where its record is: memory, the database, else the spool beside it."""
+        kept = self._unstored.get(escalation.id)
+        if kept is not None:
+            self._unstored[escalation.id] = dataclasses.replace(kept, alerted_at=at)
+            return
+        try:
+            if await self.store.mark_alerted(escalation.id, at):
+                return
+        except StoreError as error:
+            log.error("alert for escalation %s delivered but not marked: %s", escalation.id, error)
+        if self.spool is None:
+            return
+        try:  # the record is spooled, or the database refused the mark: a replay marks it alerted
+            self.spool.append(dataclasses.replace(escalation, alerted_at=at))
+        except OSError as error:
+            log.error(
+                "alert for escalation %s delivered, and its mark could not be spooled either (%s): "
+                "it may be alerted again after a restart",
+                escalation.id,
+                error.strerror or error,
+            )
 
     async def deliver_owed(self) -> int:
         """Try every alert still owed (the database's and this process's); return how many were owed.
@@ -187,6 +259,11 @@ class Escalator:
         except StoreError as error:
             log.error("cannot read owed alerts: %s", error)
             stored = []
+        if self.spool is not None:
+            try:
+                stored += [escalation for escalation in self.spool.read() if escalation.alerted_at is None]
+            except OSError as error:
+                log.error("cannot read owed alerts in the spool: %s", error)
         if self.locks.shared:
             stored = [escalation for escalation in stored if escalation.at <= self._clock() - OWED_AFTER]
         alerting = self._owe(stored)
@@ -196,14 +273,21 @@ class Escalator:
         return owed
 
     async def replay_spool(self) -> int:
-        """Move spooled escalations into the database once it takes writes again; return how many moved."""
-        if self.spool is None or not self.spool.waiting():
+        """Move spooled escalations (and those kept in memory) into the database once it takes writes again.
+
+        Only into a database (``store.durable``): a memory stand-in would lose them at the next stop. Spooled
+        lines go only once the database has committed them. Returns how many moved from the spool.
+        """
+        await self._store_unstored()
+        if self.spool is None or not self.store.durable or not self.spool.waiting():
             return 0
         try:
             moved = await self.spool.replay(self.store)
         except (StoreError, OSError) as error:
-            log.warning("the spooled escalations stay in %s for now: %s", self.spool.path, error)
+            log.warning("the spooled escalations stay in %s for now: %s", self.spool.where, error)
+            self.faults.fail(STORE, "spool replay", f"escalations wait in the spool ({self.spool.where}): {error}")
             return 0
+        self.faults.clear(STORE, "spool replay")
         self.faults.clear(STORE, "escalation records")
         return moved
 
@@ -266,7 +350,11 @@ class Escalator:
             await asyncio.sleep(every)
 
     async def aclose(self, grace: float = 5.0) -> None:
-        """Give alerts under way a moment to finish, then stop them."""
+        """Give alerts under way a moment to finish, then stop them; a last try for escalations kept in memory."""
+        if self._unstored:
+            await self._store_unstored()
+        for escalation in self._unstored.values():
+            log.critical("escalation %s is lost at this stop: nothing took it (see its log line)", escalation.id)
         if not self._tasks:
             return
         _, pending = await asyncio.wait(set(self._tasks), timeout=grace)

@@ -21,7 +21,8 @@ STORE = "store"
 CONTENT = "content"
 PING_TIMEOUT = 1.0
 """Seconds the store has to answer the health probe."""
-MAX_DETAIL_CHARS = 300
+MAX_DETAIL_CHARS = 500
+"""A fault's detail is cut here: enough to name a path, the error and what to do about it."""
 
 
 def describe(error: BaseException, waited: float | None = None) -> str:

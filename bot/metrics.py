@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 
 from bot import __version__
+from bot.errors import DATABASE_FAULTS
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 """The content type of the text exposition format."""
@@ -290,6 +291,13 @@ class Metrics:
         self.store_errors = registry.counter(
             "unhooked_store_errors_total", "Database operations that failed or timed out, by operation.", ("operation",)
         ).zero(("session_read",), ("session_write",), ("escalation_record",))
+        self.database_fault = registry.gauge(
+            "unhooked_database_fault",
+            "1 while the database is lost or unusable until a restart, by kind: missing, replaced, corrupt, unopened.",
+            ("kind",),
+        )
+        for kind in DATABASE_FAULTS:
+            self.database_fault.set(0, kind)
         self.sessions_pending = registry.gauge(
             "unhooked_sessions_pending", "Changed sessions waiting to be written to the database."
         )

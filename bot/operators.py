@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from bot.errors import BotError
 from bot.models import Escalation, Level
-from bot.spool import Spool
+from bot.spool import Spools
 from bot.store import EscalationLog, Purged, codec, day_of
 
 _RELATIVE = re.compile(r"^(\d+)\s*([mhdw])$")
@@ -69,7 +69,7 @@ class Entry:
 
 async def entries(
     store: EscalationLog,
-    spool: Spool | None,
+    spool: Spools | None,
     *,
     since: float | None = None,
     level: Level | None = None,
@@ -183,7 +183,7 @@ class DayStats:
     categories: Counter[str] = field(default_factory=Counter)
 
 
-async def stats(store: EscalationLog, spool: Spool | None, since: float | None = None) -> list[DayStats]:
+async def stats(store: EscalationLog, spool: Spools | None, since: float | None = None) -> list[DayStats]:
     """Counts by day, level and category: stored and spooled escalations plus those already folded by a purge."""
     first_day = day_of(since) if since is not None else None
     days: dict[str, DayStats] = defaultdict(lambda: DayStats(""))
@@ -337,7 +337,7 @@ def retention_cutoff(now: float, days: int) -> float:
 
 async def list_text(
     store: EscalationLog,
-    spool: Spool | None,
+    spool: Spools | None,
     *,
     since: float | None = None,
     level: Level | None = None,
@@ -360,14 +360,14 @@ async def ack_text(store: EscalationLog, prefix: str, by: str, now: float) -> st
     return f"acknowledged {what} by {escalation.acked_by}\n"
 
 
-async def stats_text(store: EscalationLog, spool: Spool | None, since: float | None, *, as_json: bool = False) -> str:
+async def stats_text(store: EscalationLog, spool: Spools | None, since: float | None, *, as_json: bool = False) -> str:
     """``escalations stats``: a table with totals, or one JSON object."""
     rows = await stats(store, spool, since)
     return (stats_json(rows) if as_json else stats_table(rows)) + "\n"
 
 
 async def export_text(
-    store: EscalationLog, spool: Spool | None, fmt: str, *, since: float | None = None, level: Level | None = None
+    store: EscalationLog, spool: Spools | None, fmt: str, *, since: float | None = None, level: Level | None = None
 ) -> tuple[str, int]:
     """``escalations export``: the text and how many escalations it holds."""
     found = await entries(store, spool, since=since, level=level)

@@ -13,7 +13,7 @@ from typing import Any
 from bot.config import Settings
 from bot.crisis import MODEL, CrisisScreen
 from bot.engine import Engine
-from bot.errors import ConfigError, SchemaError, StoreError
+from bot.errors import UNOPENED, ConfigError, DatabaseFault, SchemaError, StoreError
 from bot.escalation import Alerter, Escalator, Reminder, Reminders
 from bot.health import CONTENT, STORE, Faults, Health, describe
 from bot.lint import check_content
@@ -22,31 +22,31 @@ from bot.metrics import Metrics
 from bot.reload import ContentAlert, ContentWatcher, first_error, log_problems
 from bot.retention import Retention
 from bot.rules import floor
-from bot.spool import Spool
+from bot.spool import Spools
 from bot.store import Store
 from bot.store.backends import open_store
 from bot.store.memory import MemoryStore
+from bot.watchdog import Notice, Watchdog
 
 log = logging.getLogger("unhooked.service")
 
 
-async def _open(store: Store, spool: Spool | None, faults: Faults) -> Store:
-    """Open the store and replay the spool into it; fall back to memory if the database is unusable."""
+async def _open(store: Store) -> tuple[Store, DatabaseFault | None]:
+    """Open the store; if the database is lost or unusable, a stand-in in memory and what is wrong.
+
+    The stand-in keeps sessions and the Telegram journal until the stop; escalations go to the spool instead
+    (``Escalator.writes_to_store``), and the spool is never replayed into it. Nothing is created in the place
+    of a database that held data (``SqliteStore`` refuses).
+    """
     try:
         await store.open()
     except SchemaError:
         raise  # another version's database: answering from memory would split people's data across versions
+    except DatabaseFault as fault:
+        return MemoryStore(), fault
     except StoreError as error:
-        log.error("%s; keeping sessions in memory only", error)
-        faults.fail(STORE, "open", f"{describe(error)}; sessions are kept in memory only until a restart")
-        return MemoryStore()
-    if spool is not None:
-        try:
-            await spool.replay(store)
-        except (StoreError, OSError) as error:
-            log.error("could not replay %s yet: %s", spool.path, error)
-            faults.fail(STORE, "spool replay", f"escalations wait in {spool.path} until the next start: {error}")
-    return store
+        return MemoryStore(), DatabaseFault(UNOPENED, f"the database could not be opened at start ({describe(error)})")
+    return store, None
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,7 @@ async def running_service(
     metrics: Metrics | None = None,
     meaning_first: bool = False,
     reminder: Reminder | None = None,
+    notice: Notice | None = None,
 ) -> AsyncIterator[Service]:
     """An engine over the configured content and store, with that store, closed cleanly on exit.
 
@@ -96,7 +97,8 @@ async def running_service(
     The examples are embedded for meaning-based matching in the background (rapidfuzz answers alone
     until they are), or before the service is handed out with ``meaning_first``. ``reminder`` re-alerts
     operators of an imminent escalation nobody acknowledged (``settings.realert_minutes``, at most
-    ``settings.realert_times``).
+    ``settings.realert_times``). A database lost or unusable, at start or while running (``bot.watchdog``),
+    is reported in health and the metrics and told to the operators once through ``notice``.
     """
     floor()  # the bot does not start without a floor to screen with: FloorError says so in a sentence
     metrics = metrics or Metrics()
@@ -109,10 +111,14 @@ async def running_service(
     secret = settings.secret_key()
     opened = store is None
     """The service opens the database itself: the examples' vectors may be kept beside it (not for a try-out)."""
-    spool = Spool(settings.spool_path) if settings.spool_path and store is None else None
-    store = await _open(store or open_store(settings.database), spool, faults)
+    spool = Spools(settings.spool_paths) if settings.spool_paths and store is None else None
+    store, fault = await _open(store or open_store(settings.database))
     reminders = Reminders(reminder, settings.realert_minutes * 60, settings.realert_times) if reminder else None
     escalator = Escalator(store, spool, alerter, metrics=metrics, faults=faults, locks=store.locks, reminders=reminders)
+    watchdog = Watchdog(store, faults, metrics, notice, spool=spool.where if spool else None)
+    if fault is not None:
+        watchdog.report(fault, at_start=True)
+    await escalator.replay_spool()  # into a database only, and deleted only once it has committed them
     screen = CrisisScreen(settings.crisis_model, faults=faults, metrics=metrics)
     metrics.crisis_model_loaded.set(1 if screen.model is not None else 0)
     engine = Engine(store, secret, catalog, escalator=escalator, excerpts=settings.escalation_excerpts, screen=screen)
@@ -121,6 +127,7 @@ async def running_service(
     if learning is not None and meaning_first:
         await learning
     retry = asyncio.create_task(escalator.retry_forever(), name="escalation-retry")
+    watching = asyncio.create_task(watchdog.run_forever(), name="database-watchdog")
     retention = Retention(store, settings.retention_days, metrics=metrics)
     purging = asyncio.create_task(retention.run_forever(), name="retention")
     watcher = None
@@ -134,7 +141,7 @@ async def running_service(
     finally:
         if watcher is not None:
             await watcher.aclose()
-        for task in (retry, purging, learning):
+        for task in (retry, watching, purging, learning):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

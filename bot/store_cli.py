@@ -1,4 +1,4 @@
-"""``python -m bot migrate`` and ``migrate-store``: bring a schema up to date, or move SQLite into PostgreSQL."""
+"""``migrate``, ``migrate-store``, ``start-afresh``: update a schema, move SQLite to PostgreSQL, start anew."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from bot.backups import start_afresh
 from bot.config import Settings
 from bot.database import Database
-from bot.errors import ConfigError
+from bot.errors import ConfigError, DatabaseFault
 from bot.service import migrate
 
 MIGRATE_EXAMPLES = """examples:
@@ -23,6 +24,14 @@ MOVE_EXAMPLES = """examples:
 Stop the bot first: what it writes during the move is not copied. People's sessions are kept under
 keyed hashes: run the bot on PostgreSQL with the same key (UNHOOKED_SECRET, or the contents of the
 secret.key file beside the SQLite database)."""
+AFRESH_EXAMPLES = """examples:
+  systemctl stop unhooked
+  UNHOOKED_DB=/var/lib/unhooked/unhooked.sqlite3 python -m bot start-afresh
+  python -m bot start-afresh --force   # a corrupt database file: moved aside, an empty one made in its place
+  systemctl start unhooked
+
+Only when no backup is to be restored (python -m bot restore): the next start creates an empty database and
+replays the spooled escalations into it; what the lost database held is gone."""
 
 
 def register(commands: Any) -> None:
@@ -53,13 +62,27 @@ def register(commands: Any) -> None:
     move.add_argument("target", help="the PostgreSQL database, postgresql://user@host:5432/dbname")
     move.add_argument("--force", action="store_true", help="empty a target that already holds rows, then copy")
     move.set_defaults(handler=_move)
+    afresh = command(
+        "start-afresh",
+        "Say a fresh start is intended where the database was lost, so the next start creates an empty one.",
+        AFRESH_EXAMPLES,
+    )
+    afresh.add_argument("--db", help="the SQLite database file (default: UNHOOKED_DB)")
+    afresh.add_argument("--force", action="store_true", help="move a database file that is there (corrupt) aside")
+    afresh.set_defaults(handler=_afresh)
 
 
 def _migrate(args: argparse.Namespace) -> int:
     settings = Settings.from_env().with_db(args.db)
     if settings.database.in_memory:
         raise ConfigError("an in-memory database has no schema to migrate; set UNHOOKED_DB or --db to the database")
-    print(asyncio.run(migrate(settings)))
+    try:
+        print(asyncio.run(migrate(settings)))
+    except DatabaseFault as fault:
+        raise ConfigError(
+            f"{fault}; restore a backup (python -m bot restore BACKUP), or run python -m bot start-afresh first "
+            "if a fresh database is intended"
+        ) from None
     return 0
 
 
@@ -83,4 +106,15 @@ def _move(args: argparse.Namespace) -> int:
     print(
         f"Run the bot on it with the same key: UNHOOKED_SECRET, or the contents of {source.path.parent / 'secret.key'}"
     )
+    return 0
+
+
+def _afresh(args: argparse.Namespace) -> int:
+    settings = Settings.from_env().with_db(args.db)
+    if settings.database.in_memory or settings.database.is_postgres:
+        raise ConfigError("start-afresh is for a SQLite database file; set UNHOOKED_DB or --db to it")
+    moved = start_afresh(settings.db_path, force=args.force)
+    for path in moved:
+        print(f"moved {path.name.split('.before-fresh-start-')[0]} aside to {path}")
+    print(f"the next start creates an empty database at {settings.db_path} and replays the spooled escalations into it")
     return 0

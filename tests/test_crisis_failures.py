@@ -16,7 +16,7 @@ from bot.engine import APOLOGY, NO_CONTENT, Engine
 from bot.errors import StoreError
 from bot.escalation import Escalator
 from bot.models import Escalation, Level, ReplyKind, Session, Track
-from bot.spool import Spool
+from bot.spool import Spools
 from bot.store.memory import MemoryStore
 from bot.store.sqlite import SqliteStore
 from tests.conftest import SECRET, Chat, Clock
@@ -65,7 +65,7 @@ class BuggyStore(MemoryStore):
 async def locked_database(tmp: Path, catalog: Catalog | None, clock: Clock) -> AsyncIterator[Engine]:
     path = tmp / "bot.sqlite3"
     async with SqliteStore(path) as store:
-        spool = Spool(tmp / "spool.jsonl")
+        spool = Spools([tmp / "spool.jsonl"])
         engine = Engine(store, SECRET, catalog, clock=clock, escalator=Escalator(store, spool, clock=clock))
         locker = sqlite3.connect(path)
         locker.execute("BEGIN EXCLUSIVE")  # another process holds the database: no reads, no writes

@@ -20,7 +20,7 @@ from bot.errors import StoreError
 from bot.escalation import Escalator, log_line
 from bot.models import Escalation, Incoming, Level
 from bot.service import running_service
-from bot.spool import Spool
+from bot.spool import Spool, Spools
 from bot.store.memory import MemoryStore
 from bot.store.sqlite import SqliteStore
 from tests.conftest import REPO, SECRET, Chat
@@ -83,7 +83,7 @@ async def test_an_everyday_message_records_nothing(chat: Chat) -> None:
 
 
 async def test_when_the_database_refuses_the_escalation_goes_to_the_spool(catalog: Catalog, clock, tmp_path) -> None:
-    spool = Spool(tmp_path / "spool.jsonl")
+    spool = Spools([tmp_path / "spool.jsonl"])
     store = RefusingStore()
     engine = Engine(store, SECRET, catalog, clock=clock, escalator=Escalator(store, spool, clock=clock))
     outcome_replies = await Chat(engine).say("he choked me last night")

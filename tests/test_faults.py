@@ -47,27 +47,32 @@ LOCKER = (
 """Another process that holds the database's write lock until told to let go."""
 
 
-async def health(tg: Running) -> tuple[int, dict[str, Any]]:
+def _port(bot: Running | int) -> int:
+    """The port of a bot's HTTP server: one running in this process, or a ``python -m bot run``'s setting."""
+    return bot if isinstance(bot, int) else bot.server.port
+
+
+async def health(bot: Running | int) -> tuple[int, dict[str, Any]]:
     async with (
         aiohttp.ClientSession() as session,
-        session.get(f"http://127.0.0.1:{tg.server.port}/healthz") as response,
+        session.get(f"http://127.0.0.1:{_port(bot)}/healthz") as response,
     ):
         return response.status, json.loads(await response.text())
 
 
-async def metrics(tg: Running) -> dict[str, dict[str, float]]:
+async def metrics(bot: Running | int) -> dict[str, dict[str, float]]:
     async with (
         aiohttp.ClientSession() as session,
-        session.get(f"http://127.0.0.1:{tg.server.port}/metrics") as response,
+        session.get(f"http://127.0.0.1:{_port(bot)}/metrics") as response,
     ):
         return counted(await response.text())
 
 
-async def health_becomes(tg: Running, status: int, timeout: float = 15.0) -> dict[str, Any]:
+async def health_becomes(bot: Running | int, status: int, timeout: float = 15.0) -> dict[str, Any]:
     """Poll /healthz until it answers ``status``; return its body."""
     async with asyncio.timeout(timeout):
         while True:
-            found, body = await health(tg)
+            found, body = await health(bot)
             if found == status:
                 return body
             await asyncio.sleep(0.05)
@@ -262,5 +267,8 @@ async def test_crisis_replies_go_out_with_no_database_at_all(tmp_path: Path) -> 
         engine = service.engine
         outcome = await engine.handle(Incoming("1", "I want to die", "test"))
         assert "988" in outcome.replies[0].text
-        [(source, fault)] = engine.faults.of("store").items()
-        assert source == "open" and "sessions are kept in memory only" in fault.detail
+        faults = engine.faults.of("store")
+        assert sorted(faults) == ["database", "unstored escalations"]
+        assert "the database could not be opened at start" in faults["database"].detail
+        assert "1 escalations stored nowhere" in faults["unstored escalations"].detail  # no folder for a spool either
+        assert not service.store.durable  # a stand-in in memory: sessions and the journal until the stop

@@ -52,7 +52,8 @@ async def test_a_backup_holds_everything_stored(tmp_path: Path) -> None:
             assert await copy.message_ids("k1") == [5, 6]
             assert await copy.tell_group_once("g1", 500.0) is False
             assert await copy.purge_updates(before=410.5) == 1  # the answered time came along too
-        assert sorted(p.name for p in tmp_path.iterdir() if "backup" in p.name) == ["backup.sqlite3"]
+        names = sorted(p.name for p in tmp_path.iterdir() if "backup" in p.name)
+        assert names == ["backup.sqlite3", "backup.sqlite3.created"]  # no partial copy; the mark of opening it
 
 
 async def test_a_backup_never_replaces_a_file_unless_asked(tmp_path: Path) -> None:

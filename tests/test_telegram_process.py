@@ -30,6 +30,7 @@ def environment(api: FakeBotApi, tmp_path: Path) -> dict[str, str]:
         **os.environ,
         **api.env(),
         "UNHOOKED_DB": str(tmp_path / "data" / "bot.sqlite3"),
+        "UNHOOKED_SPOOL_DIR": str(tmp_path / "second-spool"),  # not the machine's /dev/shm
         "UNHOOKED_SECRET": "s" * 32,
         "UNHOOKED_POLL_TIMEOUT": "0.5",
         "UNHOOKED_SENDS_PER_SECOND": "1000",

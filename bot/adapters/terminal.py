@@ -13,6 +13,7 @@ from bot.engine import Engine
 from bot.escalation import Alerter
 from bot.models import Escalation, Incoming, Reply, Suggestion
 from bot.reload import ContentAlert, Reload
+from bot.watchdog import Notice
 
 CHANNEL = "terminal"
 PROMPT = "you> "
@@ -42,6 +43,16 @@ def stderr_content_alert(stream: TextIO) -> ContentAlert:
         stream.flush()
 
     return alert
+
+
+def stderr_notice(stream: TextIO) -> Notice:
+    """Operators' notices for a terminal session (a database lost or unusable), on stderr."""
+
+    async def notice(text: str) -> None:
+        stream.write(f"[operator notice] {text}\n")
+        stream.flush()
+
+    return notice
 
 
 def render(reply: Reply, width: int | None) -> str:

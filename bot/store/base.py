@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
 
+from bot.errors import DatabaseFault
 from bot.models import Escalation, Level, Session
 from bot.store.locks import Locks
 
@@ -77,6 +78,10 @@ class SessionStore(ABC):
 class EscalationLog(ABC):
     """What the escalator, the operators' commands and the operators' chat need: the escalation log and counts."""
 
+    durable: bool = True
+    """Whether what is written here outlives the process (a database); not for memory, so with a spool at hand
+    the escalator spools escalations instead of keeping them here, and never replays a spool into it."""
+
     @abstractmethod
     async def record_escalations(self, escalations: list[Escalation]) -> None:
         """Store escalations, all or none; one whose id is already stored is left as it is."""
@@ -92,8 +97,8 @@ class EscalationLog(ABC):
         """Record who acknowledged an escalation (the first acknowledgement stays); ``None`` if unknown."""
 
     @abstractmethod
-    async def mark_alerted(self, escalation_id: str, at: float) -> None:
-        """Record that the operators' alert for an escalation was delivered."""
+    async def mark_alerted(self, escalation_id: str, at: float) -> bool:
+        """Record that the operators' alert for an escalation was delivered; ``False`` if it is not stored here."""
 
     @abstractmethod
     async def unalerted(self, limit: int = 100) -> list[Escalation]:
@@ -225,3 +230,7 @@ class Store(SessionStore, EscalationLog, TelegramJournal):
     @abstractmethod
     async def ping(self) -> None:
         """A cheap read that proves the store answers (the health check); raises ``StoreError`` if it does not."""
+
+    async def check(self) -> DatabaseFault | None:
+        """What is wrong with the database as a whole (its file gone, replaced, corrupt), checked cheaply; or none."""
+        return None

@@ -30,6 +30,8 @@ class _Update:
 class MemoryStore(Store):
     """Keeps everything in dicts until the object goes."""
 
+    durable = False
+
     def __init__(self) -> None:
         self.where = "memory"
         self.locks = LocalLocks()
@@ -95,10 +97,11 @@ class MemoryStore(Store):
             found = self._escalations[escalation_id] = dataclasses.replace(found, acked_by=by, acked_at=at)
         return found
 
-    async def mark_alerted(self, escalation_id: str, at: float) -> None:
+    async def mark_alerted(self, escalation_id: str, at: float) -> bool:
         found = self._escalations.get(escalation_id)
         if found is not None:
             self._escalations[escalation_id] = dataclasses.replace(found, alerted_at=at)
+        return found is not None
 
     async def unalerted(self, limit: int = 100) -> list[Escalation]:
         return [e for e in await self.escalations() if e.alerted_at is None][:limit]

@@ -234,9 +234,10 @@ class PostgresStore(Store):
             row = await connection.fetchrow(_SELECT_ONE, escalation_id)
         return codec.from_row(tuple(row)) if row else None
 
-    async def mark_alerted(self, escalation_id: str, at: float) -> None:
+    async def mark_alerted(self, escalation_id: str, at: float) -> bool:
         async with self._connection("mark an alert as sent") as connection:
-            await connection.execute("UPDATE escalations SET alerted_at = $1 WHERE id = $2", at, escalation_id)
+            status = await connection.execute("UPDATE escalations SET alerted_at = $1 WHERE id = $2", at, escalation_id)
+        return status == "UPDATE 1"
 
     async def unalerted(self, limit: int = 100) -> list[Escalation]:
         async with self._connection("read escalations") as connection:

@@ -1,4 +1,10 @@
-"""The embedded backend: every interface in one SQLite file in WAL mode, through aiosqlite."""
+"""The embedded backend: every interface in one SQLite file in WAL mode, through aiosqlite.
+
+Every commit is on disk when it returns (``synchronous=FULL``: the WAL is fsynced at each commit; writes are
+grouped, so that is one fsync per batch of sessions or marks, and one per escalation). The file is watched
+(``sqlite_file``): once it is deleted, replaced or found corrupt, escalation-log writes are refused, so the
+escalator spools them instead of writing into a file that is gone.
+"""
 
 from __future__ import annotations
 
@@ -16,13 +22,14 @@ from urllib.parse import quote
 
 import aiosqlite
 
-from bot.errors import StoreError
+from bot.errors import CORRUPT, DatabaseFault, StoreError
 from bot.models import Escalation, Level, Session
 from bot.store import codec
 from bot.store.backup import Backup, backup_target, seal
 from bot.store.base import Answered, Purged, Store, day_of, folded_count_name, message_rows
 from bot.store.locks import LocalLocks
 from bot.store.schema import Migration, load_migrations, pending, require_current
+from bot.store.sqlite_file import DatabaseFile, corrupt, is_corruption
 
 log = logging.getLogger("unhooked.store")
 
@@ -30,7 +37,7 @@ MIGRATIONS = load_migrations("sqlite")
 
 _PRAGMAS = (
     "PRAGMA journal_mode=WAL",
-    "PRAGMA synchronous=NORMAL",
+    "PRAGMA synchronous=FULL",
     "PRAGMA busy_timeout=5000",
     "PRAGMA foreign_keys=ON",
 )
@@ -132,6 +139,10 @@ class SqliteStore(Store):
         """One transaction at a time: concurrent callers share one connection, and SQLite refuses nested BEGINs."""
         self._in_flight: set[asyncio.Future[Any]] = set()
         """Writes under way, finished even when their callers stop waiting (``_shielded``)."""
+        self.file = None if str(path) == ":memory:" else DatabaseFile(self.path)
+        self.durable = self.file is not None
+        self.fault: DatabaseFault | None = None
+        """Set for good once the file is found deleted, replaced or corrupt: a restart (after a restore) clears it."""
 
     @property
     def db(self) -> aiosqlite.Connection:
@@ -145,7 +156,15 @@ class SqliteStore(Store):
         try:
             yield
         except (sqlite3.Error, ValueError, OSError) as error:
+            if is_corruption(error):
+                self.fault = self.fault or corrupt(self.path, error)
+                raise corrupt(self.path, error) from error
             raise StoreError(f"could not {doing} in {self.path}: {error}") from error
+
+    def _refuse_if_lost(self, doing: str) -> None:
+        """Escalation-log writes stop once the file is lost: a write to a deleted file would be lost with it."""
+        if self.fault is not None:
+            raise StoreError(f"did not {doing}: {self.fault}")
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[None]:
@@ -160,6 +179,8 @@ class SqliteStore(Store):
                 if self.db.in_transaction:  # a failed COMMIT (busy) leaves the transaction open
                     await self.db.execute("ROLLBACK")
                 raise
+            if self.file is not None and self.fault is None:
+                self.fault = self.file.changed()  # did that commit reach the file at our path? (a stat)
 
     async def open(self) -> None:
         if self._db is not None:
@@ -173,21 +194,32 @@ class SqliteStore(Store):
                     f"file:{quote(str(self.path.resolve()))}?mode=rw", uri=True, isolation_level=None
                 )
             else:
-                if str(self.path) != ":memory:":
+                if self.file is not None:
+                    self.file.refuse_fresh()
                     self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._db = await aiosqlite.connect(self.path, isolation_level=None)
             try:
                 for pragma in _PRAGMAS:
                     await self._db.execute(pragma)
                 if self._migrate_on_open:
+                    await self._quick_check()
                     await self._migrate()
                 elif not await self._is_unhooked():
                     raise StoreError(f"{self.path} is not an Unhooked database: it has no record of migrations")
                 else:
                     require_current(self._migrations, set(await self.applied_migrations()), self.where)
+                if self.file is not None:
+                    self.file.opened()
             except BaseException:
                 await self.close()
                 raise
+
+    async def _quick_check(self) -> None:
+        """The bot's start reads every page once: a corrupt file is refused, not served until a write fails."""
+        async with self.db.execute("PRAGMA quick_check(1)") as cursor:
+            found = await cursor.fetchone()
+        if found is not None and found[0] != "ok":
+            raise DatabaseFault(CORRUPT, f"the database file {self.path} is corrupt (quick check: {found[0]})")
 
     async def _migrate(self) -> None:
         await self.db.execute(
@@ -229,6 +261,11 @@ class SqliteStore(Store):
         async with self._guard("read the database"), self.db.execute("SELECT 1") as cursor:
             await cursor.fetchone()
 
+    async def check(self) -> DatabaseFault | None:
+        if self.file is not None and self._db is not None and self.fault is None:
+            self.fault = self.file.changed() or await asyncio.to_thread(self.file.probe)
+        return self.fault
+
     async def _rows(self, doing: str, query: str, parameters: Sequence[Any] = ()) -> list[sqlite3.Row]:
         async with self._guard(doing), self.db.execute(query, parameters) as cursor:
             return list(await cursor.fetchall())
@@ -261,8 +298,10 @@ class SqliteStore(Store):
 
     @_shielded
     async def record_escalations(self, escalations: list[Escalation]) -> None:
+        self._refuse_if_lost("record escalations")
         async with self._guard("record escalations"), self._transaction():
             await self.db.executemany(_INSERT_ESCALATION, [codec.to_row(e) for e in escalations])
+        self._refuse_if_lost("record escalations")  # the commit went to a file deleted meanwhile
 
     async def _select_escalations(
         self, where: str, parameters: tuple[object, ...], limit: int | None
@@ -280,6 +319,7 @@ class SqliteStore(Store):
 
     @_shielded
     async def acknowledge(self, escalation_id: str, by: str, at: float) -> Escalation | None:
+        self._refuse_if_lost("record an acknowledgement")
         async with self._guard("acknowledge an escalation"), self._transaction():
             await self.db.execute(
                 "UPDATE escalations SET acked_by = ?, acked_at = ? WHERE id = ? AND acked_by IS NULL",
@@ -289,9 +329,12 @@ class SqliteStore(Store):
         return found[0] if found else None
 
     @_shielded
-    async def mark_alerted(self, escalation_id: str, at: float) -> None:
+    async def mark_alerted(self, escalation_id: str, at: float) -> bool:
+        self._refuse_if_lost("mark an alert as sent")
         async with self._guard("mark an alert as sent"), self._transaction():
-            await self.db.execute("UPDATE escalations SET alerted_at = ? WHERE id = ?", (at, escalation_id))
+            cursor = await self.db.execute("UPDATE escalations SET alerted_at = ? WHERE id = ?", (at, escalation_id))
+        self._refuse_if_lost("mark an alert as sent")
+        return cursor.rowcount == 1
 
     async def unalerted(self, limit: int = 100) -> list[Escalation]:
         return await self._select_escalations("alerted_at IS NULL", (), limit)
@@ -387,6 +430,7 @@ class SqliteStore(Store):
 
     @_shielded
     async def record_reminder(self, escalation_id: str, number: int, at: float) -> bool:
+        self._refuse_if_lost("record a reminder")
         async with self._guard("record a reminder"), self._transaction():
             cursor = await self.db.execute(
                 "INSERT OR IGNORE INTO escalation_reminders (escalation_id, number, at)"

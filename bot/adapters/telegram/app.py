@@ -32,7 +32,13 @@ from bot.adapters.telegram import texts
 from bot.adapters.telegram.health import ACCESS, TELEGRAM, TelegramMetrics
 from bot.adapters.telegram.inbound import ALLOWED_UPDATES, Intake, Journal, poll, until_stopped
 from bot.adapters.telegram.lanes import Lanes, words_of
-from bot.adapters.telegram.operators import Operators, telegram_alerter, telegram_content_alert, telegram_reminder
+from bot.adapters.telegram.operators import (
+    Operators,
+    telegram_alerter,
+    telegram_content_alert,
+    telegram_notice,
+    telegram_reminder,
+)
 from bot.adapters.telegram.outbound import Sender
 from bot.adapters.telegram.people import People
 from bot.adapters.telegram.render import plain
@@ -267,6 +273,7 @@ async def run_telegram(
     alerter = telegram_alerter(application, operators) if operators else None
     content_alert = telegram_content_alert(application, operators) if operators else None
     reminder = telegram_reminder(application, operators) if operators else None
+    notice = telegram_notice(application, operators) if operators else None
     try:
         if await until_stopped(stop, application.initialize()):
             return 0
@@ -277,7 +284,7 @@ async def run_telegram(
     metrics = Metrics()
     try:
         async with running_service(
-            settings, store, alerter, content_alert, metrics=metrics, reminder=reminder
+            settings, store, alerter, content_alert, metrics=metrics, reminder=reminder, notice=notice
         ) as service:
             engine = service.engine
             watched = TelegramMetrics(metrics, engine.faults)

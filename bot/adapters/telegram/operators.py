@@ -20,6 +20,7 @@ from bot.models import Escalation
 from bot.reload import ContentAlert, Reload, reload_content_async
 from bot.sessions import day_of
 from bot.store import EscalationLog
+from bot.watchdog import Notice
 
 log = logging.getLogger("unhooked.telegram")
 
@@ -118,6 +119,15 @@ def telegram_content_alert(application: Application, chat_id: int) -> ContentAle
         await application.bot.send_message(chat_id, plain(text).html, rate_limit_args=ALERT)
 
     return send_content_alert
+
+
+def telegram_notice(application: Application, chat_id: int) -> Notice:
+    """Notices to the operators' chat, one plain message each (a database lost or unusable)."""
+
+    async def send_notice(text: str) -> None:
+        await application.bot.send_message(chat_id, plain(text).html, rate_limit_args=ALERT)
+
+    return send_notice
 
 
 def telegram_alerter(application: Application, chat_id: int) -> Alerter:

@@ -113,7 +113,7 @@ def _when(at: float) -> str:
 
 
 def alert(escalation: Escalation) -> Outgoing:
-    """The operators' alert: level, category, time, anonymous key; the excerpt only if one was kept."""
+    """The operators' alert: every field of the record (its last copy if nothing stored it), never the message."""
     button = InlineKeyboardButton(texts.ACKNOWLEDGE, callback_data=f"ack:{escalation.id}")
     return Outgoing("\n".join(_alert_lines(escalation)), InlineKeyboardMarkup([[button]]))
 
@@ -138,6 +138,7 @@ def _alert_lines(escalation: Escalation) -> list[str]:
         f"Time: {_when(e.at)}",
         f"Person: <code>{html.escape(e.user_key[:12])}</code> (anonymous key)",
         f"Resources shown: {html.escape(', '.join(e.resources))}",
+        f"Rule: {html.escape(e.rule)} ({html.escape(e.channel)})",
         f"Id: <code>{html.escape(e.id)}</code>",
     ]
     if e.excerpt:
