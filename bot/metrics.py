@@ -291,7 +291,8 @@ class Metrics:
             "unhooked_store_errors_total", "Database operations that failed or timed out, by operation.", ("operation",)
         ).zero(("session_read",), ("session_write",), ("escalation_record",))
         self.sessions_pending = registry.gauge(
-            "unhooked_sessions_pending", "Changed sessions waiting to be written to the database."
+            "unhooked_sessions_pending",
+            "Changed sessions not written to the database yet (their replies not delivered, or the write waiting).",
         )
         self.reloads = registry.counter(
             "unhooked_content_reloads_total", "Content reloads, by result (applied, refused).", ("result",)

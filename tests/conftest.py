@@ -163,7 +163,9 @@ class Chat:
         self.last = None
 
     async def say(self, text: str, *, topic: str | None = None) -> list[Reply]:
+        """One message, answered and delivered, as an adapter does: the session is kept once the replies are."""
         self.last = await self.engine.handle(Incoming(self.user, text, self.channel, topic=topic))
+        self.engine.delivered(self.last)
         return list(self.last.replies)
 
     def as_user(self, user: str) -> Chat:

@@ -20,7 +20,7 @@ from bot.errors import StoreError
 from bot.models import Escalation, Level, Session
 from bot.store import codec
 from bot.store.backup import Backup, backup_target, seal
-from bot.store.base import Answered, Purged, Store, day_of, folded_count_name, message_rows
+from bot.store.base import Answered, Purged, Store, answered_sessions, day_of, folded_count_name, message_rows
 from bot.store.locks import LocalLocks
 from bot.store.schema import Migration, load_migrations, pending, require_current
 
@@ -344,8 +344,11 @@ class SqliteStore(Store):
     @_shielded
     async def answer_updates(self, answered: Sequence[Answered], at: float) -> None:
         remembered = message_rows(answered, at)
+        sessions = [codec.session_to_row(session) for session in answered_sessions(answered)]
         async with self._guard("mark updates answered"), self._transaction():
             await self.db.executemany(_ANSWER, [(at, done.update_id) for done in answered])
+            if sessions:
+                await self.db.executemany(_SAVE_SESSION, sessions)
             if remembered:
                 await self.db.executemany(_REMEMBER_MESSAGE, remembered)
 

@@ -19,6 +19,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 
 from telegram import Bot, Update
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter, TelegramError
@@ -29,6 +30,7 @@ from bot.adapters.telegram.outbound import backoff, seconds
 from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
 from bot.metrics import Metrics
+from bot.models import Session
 from bot.sessions import write_behind
 from bot.store import Answered, LocalLocks, Locks, TelegramJournal, run_once
 
@@ -73,6 +75,10 @@ class Journal:
     already answered (a chat's updates are answered in order), and the ``/forget`` update's own text goes
     the moment it is answered, like every other.
 
+    The person's session is written with the update's answered mark, in the same transaction, so it is never
+    on disk before the reply it assumes was sent: after a crash the update is answered again from the session
+    as it was, and the person gets the passage they never saw instead of the one after it.
+
     Answered marks are written in batches (group commit): ``answered`` queues the mark and waits, and one
     writer task writes every mark queued meanwhile in one transaction, then the next batch. Under load that
     is one commit for many updates instead of one each. Each chat waits for its mark before its next update,
@@ -89,9 +95,12 @@ class Journal:
         *,
         metrics: Metrics | None = None,
         faults: Faults | None = None,
+        on_saved: Callable[[list[Session]], None] | None = None,
     ) -> None:
         self.store = store
         self._clock = clock
+        self._on_saved = on_saved
+        """Told the sessions each batch of marks wrote (``Sessions.saved``)."""
         self.metrics = metrics or Metrics()
         self.faults = faults or Faults()
         self._recent: OrderedDict[int, None] = OrderedDict()
@@ -173,15 +182,18 @@ class Journal:
         self.metrics.store_errors.inc(operation)
         self.faults.fail(STORE, source, describe(error, waited))
 
-    async def answered(self, update: Update, chat_key: str | None, message_ids: Sequence[int]) -> None:
-        """Cross an update off (its text goes) and keep the chat's message ids for /erase; return once on disk.
+    async def answered(
+        self, update: Update, chat_key: str | None, message_ids: Sequence[int], session: Session | None = None
+    ) -> None:
+        """Cross an update off (its text goes) with the session its answer left and the ids for /erase; once on disk.
 
-        The mark goes with the next batch; this waits for it at most ``MARK_WAIT`` (a store that is down does
-        not stop the chat: the writer keeps trying, and the update would be answered again after a crash).
+        One transaction for all three. The mark goes with the next batch; this waits for it at most ``MARK_WAIT``
+        (a store that is down does not stop the chat: the writer keeps trying, and the update would be answered
+        again after a crash, from the session as it was before).
         """
         self.unguarded.discard(update.update_id)
         written = asyncio.get_running_loop().create_future()
-        mark = Answered(update.update_id, chat_key, tuple(message_ids))
+        mark = Answered(update.update_id, chat_key, tuple(message_ids), session)
         if update.update_id in self._unstored:
             self._held_marks[update.update_id] = (mark, written)  # written once its journal row is
             return
@@ -206,9 +218,25 @@ class Journal:
             except BaseException:
                 self._marks[:0] = batch  # written again with the next batch; marking twice is harmless
                 raise
+            if self._on_saved is not None:
+                self._on_saved([mark.session for mark, _ in batch if mark.session is not None])
             for _, written in batch:
                 if not written.done():
                     written.set_result(None)
+
+    async def forget(self, user_key: str) -> None:
+        """Take a person's session out of the marks not written yet (they asked to be forgotten).
+
+        A batch under way is waited for first, so no session of theirs reaches the store after this returns.
+        """
+
+        def without(mark: Answered) -> Answered:
+            session = mark.session
+            return replace(mark, session=None) if session is not None and session.user_key == user_key else mark
+
+        async with self._marking:
+            self._marks = [(without(mark), written) for mark, written in self._marks]
+            self._held_marks = {key: (without(mark), done) for key, (mark, done) in self._held_marks.items()}
 
     async def _write_forever(self) -> None:
         await write_behind(
