@@ -75,6 +75,10 @@ class Outcome:
     detection: Detection | None = None
     escalation: Escalation | None = None
     """The record made for operators, already stored (database or spool) when ``handle`` returns."""
+    session: Session | None = None
+    """The person's session as this turn left it: served to their next message at once, and written only once the
+    adapter has delivered the replies (``Engine.delivered``, or the adapter's own durable step), so a crash
+    before delivery never leaves a passage marked as seen that the person never saw."""
 
 
 class Engine:
@@ -159,7 +163,8 @@ class Engine:
         and is recorded for operators. While a crisis state lasts, every reply keeps help in view
         and asks whether the person is safe, until they say they are or the session goes quiet
         for ``CRISIS_QUIET``; an ambiguous message in that state counts as a crisis. Otherwise an
-        ambiguous message gets a gentle check-in before the answer.
+        ambiguous message gets a gentle check-in before the answer. The session the turn leaves is served to
+        the person's next message at once and written once the adapter delivered the replies (``Outcome.session``).
         """
         started = time.perf_counter()
         try:
@@ -192,7 +197,7 @@ class Engine:
             replies.append(safety.SAFE_ACK)
             if safety.only_says_safe(screened):
                 self._finish(session, now)
-                return Outcome(tuple(replies))
+                return Outcome(tuple(replies), session=session)
         elif in_crisis:
             replies.append(safety.reminder(session.crisis_track or Track.SELF))
         elif detection is not None:
@@ -209,7 +214,7 @@ class Engine:
         self.sessions.count("fallbacks" if match is not None and match.intent is None else "answers", now)
         if replies and [answer.kind for answer in answers] == [ReplyKind.FALLBACK]:
             answers = []  # the check-in already asks a question; "I didn't understand" would talk over it
-        return Outcome((*replies, *answers), match, detection)
+        return Outcome((*replies, *answers), match, detection, session=session)
 
     async def _crisis(
         self, incoming: Incoming, key: str, now: float, detection: Detection, session: Session | None = None
@@ -228,17 +233,19 @@ class Engine:
             excerpt=self._excerpt(incoming.text),
         )
         self.metrics.escalations.inc(detection.level.value, detection.category)
+        finished = None
         try:
             if session is None:
                 session = await self.sessions.get(key, now, timeout=CRISIS_READ_TIMEOUT)
             self._enter_crisis(session, detection, now)
             self._finish(session, now)
+            finished = session
             self.sessions.count(f"escalations.{detection.level.value}", now)
             await self.escalator.record(escalation)
         except Exception:
             self.metrics.handler_errors.inc("crisis_bookkeeping")
             log.exception("bookkeeping for escalation %s failed; the crisis reply goes out anyway", escalation.id)
-        return Outcome((reply,), None, detection, escalation)
+        return Outcome((reply,), None, detection, escalation, finished)
 
     def _excerpt(self, text: str) -> str | None:
         """A redacted excerpt when operators opted in; never one that could stop the crisis reply."""
@@ -272,7 +279,15 @@ class Engine:
     def _finish(self, session: Session, now: float) -> None:
         session.turns += 1
         session.last_seen = now
-        self.sessions.put(session)
+        self.sessions.hold(session)
+
+    def delivered(self, outcome: Outcome) -> None:
+        """The outcome's replies reached the person: write the session the turn left, with the next batch.
+
+        An adapter with a durable step of its own writes ``outcome.session`` there instead (``Sessions.saved``).
+        """
+        if outcome.session is not None:
+            self.sessions.put(outcome.session)
 
     def _answer(self, incoming: Incoming, session: Session, *, calm: bool) -> tuple[Match | None, list[Reply]]:
         catalog, matcher = self.catalog, self.matcher

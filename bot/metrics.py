@@ -299,7 +299,8 @@ class Metrics:
         for kind in DATABASE_FAULTS:
             self.database_fault.set(0, kind)
         self.sessions_pending = registry.gauge(
-            "unhooked_sessions_pending", "Changed sessions waiting to be written to the database."
+            "unhooked_sessions_pending",
+            "Changed sessions not written to the database yet (their replies not delivered, or the write waiting).",
         )
         self.reloads = registry.counter(
             "unhooked_content_reloads_total", "Content reloads, by result (applied, refused).", ("result",)

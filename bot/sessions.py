@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
@@ -30,11 +31,15 @@ RECENT_SECONDS = 600.0
 class Sessions:
     """Reads sessions from the store and writes changed ones back in one transaction per batch.
 
-    A reply never waits for a write: ``put`` only marks the session as changed. A session that
-    is waiting to be written is served from memory, so the next message of the same person sees
-    it even while the store is slow or down. A session just written stays in memory a while
-    (``RECENT_SESSIONS``, ``RECENT_SECONDS``), so a conversation does not read the database at
-    every message; this process is the only one that writes sessions.
+    A turn's session is written only once its replies were delivered: the engine ``hold``s it (served from
+    memory at once, so the person's next message sees it), and the adapter, once the replies are out, either
+    ``put``s it (written with the next batch) or writes it itself with its own durable step and says so
+    (``saved``: the Telegram adapter, with the update's answered mark). So a crash never leaves on disk a
+    session that assumes a reply the person never got. A reply never waits for a write. A session waiting
+    to be written is served from memory, even while the store is slow or down. A session just written stays
+    in memory a while (``RECENT_SESSIONS``, ``RECENT_SECONDS``), so a conversation does not read the database
+    at every message; this process is the only one that writes sessions. Each ``get`` hands out a copy: what
+    a turn changes is its own until it is held.
     """
 
     def __init__(
@@ -53,6 +58,8 @@ class Sessions:
         self.metrics = metrics or Metrics()
         self.faults = faults or Faults()
         self._clock = clock
+        self._held: dict[str, Session] = {}
+        """Sessions as the last turn left them, whose replies are not delivered or whose write is not done yet."""
         self._dirty: dict[str, Session] = {}
         self._writing: dict[str, Session] = {}
         """Sessions of the batch being written: no longer dirty, not yet in the store, still the latest."""
@@ -68,14 +75,19 @@ class Sessions:
 
     @property
     def pending(self) -> int:
-        """How many changed sessions are waiting to be written."""
-        return len(self._dirty)
+        """How many changed sessions are not written yet (held for their replies, or waiting for the write)."""
+        return len(self._held) + len(self._dirty)
 
     async def get(self, user_key: str, now: float, *, timeout: float | None = None) -> Session:
-        """The person's session, or a new one if there is none or the store does not answer in time."""
-        waiting = self._dirty.get(user_key) or self._writing.get(user_key) or self._still_recent(user_key)
+        """A copy of the person's session, or a new one if there is none or the store does not answer in time."""
+        waiting = (
+            self._held.get(user_key)
+            or self._dirty.get(user_key)
+            or self._writing.get(user_key)
+            or self._still_recent(user_key)
+        )
         if waiting is not None:
-            return waiting
+            return dataclasses.replace(waiting, shown=set(waiting.shown))
         waited = self.read_timeout if timeout is None else timeout
         try:
             async with asyncio.timeout(waited):
@@ -100,19 +112,31 @@ class Sessions:
         self._recent.move_to_end(user_key)
         return session
 
-    def _remember(self, batch: dict[str, Session]) -> None:
+    def _remember(self, sessions: Iterable[Session]) -> None:
         written = self._clock()
-        for key, session in batch.items():
-            if self._writing.get(key) is session:  # not dropped (/forget) while it was being written
-                self._recent[key] = (session, written)
-                self._recent.move_to_end(key)
+        for session in sessions:
+            self._recent[session.user_key] = (session, written)
+            self._recent.move_to_end(session.user_key)
         while len(self._recent) > RECENT_SESSIONS:
             self._recent.popitem(last=False)
 
+    def hold(self, session: Session) -> None:
+        """A turn's session: served from memory from now on, written once the adapter delivered its replies."""
+        self._held[session.user_key] = session
+
     def put(self, session: Session) -> None:
-        """Mark the session as changed; it is written with the next batch."""
+        """The turn's replies were delivered: write its session with the next batch."""
+        if self._held.get(session.user_key) is session:
+            del self._held[session.user_key]
         self._dirty[session.user_key] = session
         self._wake_flusher()
+
+    def saved(self, sessions: Iterable[Session]) -> None:
+        """Held sessions the adapter wrote itself, in its own durable step; a newer or forgotten one stays as is."""
+        written = [session for session in sessions if self._held.get(session.user_key) is session]
+        for session in written:
+            del self._held[session.user_key]
+        self._remember(written)
 
     def _wake_flusher(self) -> None:
         if self._flusher is None or self._flusher.done():
@@ -126,6 +150,7 @@ class Sessions:
 
     def drop(self, user_key: str) -> None:
         """Forget a person's session in memory, written or not (the person asked to be forgotten)."""
+        self._held.pop(user_key, None)
         self._dirty.pop(user_key, None)
         self._writing.pop(user_key, None)
         self._recent.pop(user_key, None)
@@ -149,8 +174,8 @@ class Sessions:
                 for key, session in batch.items():
                     self._dirty.setdefault(key, session)
                 raise
-            else:
-                self._remember(batch)
+            else:  # those not dropped (/forget) while they were being written
+                self._remember(session for key, session in batch.items() if self._writing.get(key) is session)
             finally:
                 for key, session in batch.items():
                     if self._writing.get(key) is session:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,6 +64,19 @@ class Clock:
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    """The usual umask, under which a file is readable by everyone unless the bot creates it otherwise."""
+    before = os.umask(0o022)
+    yield
+    os.umask(before)
+
+
+def mode(path: Path) -> int:
+    """A file's or folder's permission bits, e.g. ``0o600``."""
+    return path.stat().st_mode & 0o777
 
 
 PG_VARIABLE = "UNHOOKED_TEST_PG"
@@ -171,7 +184,9 @@ class Chat:
         self.last = None
 
     async def say(self, text: str, *, topic: str | None = None) -> list[Reply]:
+        """One message, answered and delivered, as an adapter does: the session is kept once the replies are."""
         self.last = await self.engine.handle(Incoming(self.user, text, self.channel, topic=topic))
+        self.engine.delivered(self.last)
         return list(self.last.replies)
 
     def as_user(self, user: str) -> Chat:

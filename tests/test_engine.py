@@ -8,7 +8,7 @@ from bot import prefilter
 from bot.content import Catalog
 from bot.engine import NO_CONTENT, NOT_UNDERSTOOD, SEEN_ALL, WHICH_TOPIC, Engine
 from bot.errors import StoreError
-from bot.models import Level, ReplyKind, Session
+from bot.models import Incoming, Level, ReplyKind, Session
 from bot.store.memory import MemoryStore
 from bot.store.sqlite import SqliteStore
 from tests.conftest import SECRET, Chat
@@ -194,6 +194,23 @@ async def test_sessions_are_stored_under_a_keyed_hash_only(catalog: Catalog, clo
     async with SqliteStore(path) as store:
         session = await store.load_session(key)
     assert session is not None and session.turns == 1 and session.last_intent == "what_is_trauma_bond"
+
+
+async def test_a_turns_session_is_written_only_once_its_replies_were_delivered(catalog: Catalog, clock) -> None:
+    store = MemoryStore()
+    engine = Engine(store, SECRET, catalog, clock=clock)
+    key = engine.user_key("test", "alice")
+    first = await engine.handle(Incoming("alice", "why do I miss him", "test"))
+    second = await engine.handle(Incoming("alice", "why do I miss him", "test"))
+    assert first.replies[0].text != second.replies[0].text  # the second message saw the first turn at once
+    await engine.sessions.flush()
+    assert await store.load_session(key) is None  # neither turn's replies were delivered
+    engine.delivered(first)
+    await engine.sessions.flush()
+    assert (await store.load_session(key)).turns == 1
+    engine.delivered(second)
+    await engine.aclose()
+    assert (await store.load_session(key)).turns == 2
 
 
 async def test_the_same_id_on_two_channels_is_two_people(engine: Engine) -> None:

@@ -128,9 +128,8 @@ def marked_per_person(tmp_path: Path, owner: dict[int, int]) -> Counter[int]:
 
 
 def crash_mix() -> list[tuple[int, str]]:
-    """Ten messages from each of 500 people, interleaved. Replies to LINES do not depend on a session (a SIGKILL
-    may lose the last moments of session writes, so a passage could otherwise come round again); one person in
-    ten ends with a crisis message, so its crisis state cannot change a later reply."""
+    """Ten messages from each of 500 people, interleaved. Replies to LINES do not depend on a session; one person
+    in ten ends with a crisis message, so its crisis state cannot change a later reply."""
     said = []
     for turn in range(MESSAGES // PEOPLE):
         for number in range(PEOPLE):

@@ -90,3 +90,39 @@ async def test_a_forgotten_session_is_not_served_from_memory_even_if_it_was_bein
     await store.forget("k")
     assert (await sessions.get("k", 2.0)).turns == 0
     await sessions.aclose()
+
+
+async def test_a_held_session_is_served_at_once_and_written_only_once_delivered() -> None:
+    store = MemoryStore()
+    sessions = Sessions(store, flush_delay=0)
+    turn = await sessions.get("k", 1.0)
+    turn.turns = 1
+    sessions.hold(turn)  # the engine answered; the replies are not delivered yet
+    served = await sessions.get("k", 2.0)
+    assert served.turns == 1 and served is not turn  # the next message sees it, in a copy of its own
+    await sessions.flush()
+    assert await store.load_session("k") is None and sessions.pending == 1
+    sessions.put(turn)  # delivered
+    await sessions.flush()
+    assert (await store.load_session("k")).turns == 1 and sessions.pending == 0
+    await sessions.aclose()
+
+
+async def test_a_session_saved_with_its_mark_gives_way_only_to_itself() -> None:
+    store = CountingStore()
+    sessions = Sessions(store, flush_delay=0)
+    first = Session(user_key="k", first_seen=1.0, last_seen=1.0, turns=1)
+    sessions.hold(first)
+    second = await sessions.get("k", 2.0)
+    second.turns = 2
+    sessions.hold(second)
+    sessions.saved([first])  # the first turn's mark (and session) reached the store; the second's did not yet
+    assert (await sessions.get("k", 3.0)).turns == 2 and sessions.pending == 1
+    sessions.saved([second])
+    assert (await sessions.get("k", 3.0)).turns == 2 and sessions.pending == 0 and store.reads == 0
+    third = await sessions.get("k", 4.0)
+    sessions.hold(third)
+    sessions.drop("k")  # /forget before its mark was written
+    sessions.saved([third])
+    assert (await sessions.get("k", 5.0)).turns == 0  # not brought back from memory
+    await sessions.aclose()

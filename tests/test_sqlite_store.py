@@ -20,7 +20,7 @@ from tests.conftest import REPO
 from tests.records import escalation, session
 
 
-async def test_a_backup_holds_everything_stored(tmp_path: Path) -> None:
+async def test_a_backup_holds_everything_stored(tmp_path: Path, umask_022: None) -> None:
     async with SqliteStore(tmp_path / "live.sqlite3") as store:
         await store.save_sessions([session("k1"), session("k2", crisis_level=Level.CRISIS, crisis_at=150.0)])
         await store.record_escalations([escalation("b", at=200.0), escalation("a")])
@@ -214,6 +214,15 @@ async def test_sqlite_keeps_no_update_text_once_answered(tmp_path: Path) -> None
         query = "SELECT update_id, raw IS NULL, lane, answered_at FROM updates ORDER BY 1"
         async with store.db.execute(query) as cursor:  # nor which chat it came from
             assert await cursor.fetchall() == [(1, 1, None, 2.0), (2, 0, 6, None)]
+
+
+async def test_a_mark_and_the_session_it_carries_are_written_together_or_not_at_all(tmp_path: Path) -> None:
+    async with SqliteStore(tmp_path / "db.sqlite3") as store:
+        await store.record_updates([(1, '{"text": "my words"}')], 1.0)
+        with pytest.raises(StoreError, match="NOT NULL"):
+            await store.answer_updates([Answered(1, "k1", (5,), session("k1", first_seen=None))], 2.0)
+        assert await store.unanswered_updates() == [(1, '{"text": "my words"}')]
+        assert (await store.load_session("k1"), await store.message_ids("k1")) == (None, [])
 
 
 def test_the_shipped_migrations_keep_the_names_existing_databases_recorded() -> None:

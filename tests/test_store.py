@@ -217,6 +217,21 @@ class TestTelegramJournalContract:
         await store.answer_updates([], 30.0)
         assert await store.purge_updates(before=25.0) == 2
 
+    async def test_the_sessions_the_answers_left_are_saved_with_their_marks(self, store: Store) -> None:
+        await store.record_updates([(1, "{}"), (2, "{}"), (3, "{}")], 10.0)
+        await store.save_sessions([session("k2", turns=1)])
+        earlier, later = session("k1", turns=4), session("k1", turns=5, shown={"miss_them.hooked"})
+        second = session("k2", turns=2)
+        await store.answer_updates(
+            [Answered(1, session=earlier), Answered(2, "k2", (8,), second), Answered(3, session=later)], 20.0
+        )
+        assert await store.load_session("k1") == later  # a person's last answer in the batch is the one kept
+        assert await store.load_session("k2") == second
+        assert await store.message_ids("k2") == [8]
+        assert await store.unanswered_updates() == []
+        later.turns = 9  # the store keeps what it was given, not the object
+        assert (await store.load_session("k1")).turns == 5
+
     async def test_each_chats_waiting_updates_read_back_in_order_until_answered(self, store: Store) -> None:
         await store.record_updates([(3, "c"), (1, "a"), (2, "b"), (4, "d")], 10.0, {1: 7, 2: -9, 3: 7})
         await store.record_updates([(5, "e")], 20.0, {5: 7})

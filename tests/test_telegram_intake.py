@@ -11,6 +11,7 @@ from bot.adapters.telegram import inbound as intake
 from bot.adapters.telegram.inbound import KEEP_IDS_FOR, Journal, Lanes
 from bot.errors import StoreError
 from bot.health import STORE, Faults
+from bot.models import Session
 from bot.store.memory import MemoryStore
 from tests.conftest import Clock
 
@@ -98,6 +99,40 @@ async def test_marks_the_store_refused_are_written_when_it_takes_them_again(
             await asyncio.sleep(0.01)
     assert await store.message_ids("k") == [9]
     assert faults.of(STORE) == {}
+    await journal.aclose()
+
+
+async def test_an_answered_mark_writes_the_session_its_answer_left_and_says_so(clock: Clock) -> None:
+    store, saved = MemoryStore(), []
+    journal = Journal(store, clock, on_saved=saved.extend)
+    await journal.admit([update(1, 7), update(2, 7)])
+    left = Session(user_key="k7", first_seen=1.0, last_seen=1.0, turns=1)
+    await journal.answered(update(1, 7), "k7", [1], left)
+    assert await store.load_session("k7") == left and saved == [left]
+    await journal.answered(update(2, 7), "k7", [2])  # a command: nothing of the session changed
+    assert saved == [left] and [u for u, _ in await store.unanswered_updates()] == []
+    await journal.aclose()
+
+
+async def test_a_forgotten_persons_session_is_not_written_with_a_mark_still_queued(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(intake, "MARK_WAIT", 0.001)
+    store = CountingStore()
+    journal = Journal(store, clock)
+    await journal.admit([update(1, 7), update(2, 8)])
+    store.go_on.clear()
+    await journal.answered(update(1, 7), "k7", [], Session(user_key="k7", first_seen=1.0, last_seen=1.0))
+    await asyncio.sleep(0.01)  # the writer took this mark and waits on the store
+    await journal.answered(update(2, 8), "k8", [], Session(user_key="k8", first_seen=1.0, last_seen=1.0))
+    forgetting = asyncio.create_task(journal.forget("k8"))
+    await asyncio.sleep(0.01)
+    assert not forgetting.done()  # it waits for the batch under way
+    store.go_on.set()
+    await forgetting
+    await journal.flush()
+    assert await store.load_session("k8") is None and await store.load_session("k7") is not None
+    assert await store.unanswered_updates() == []  # the mark itself is written
     await journal.aclose()
 
 

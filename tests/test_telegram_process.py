@@ -21,8 +21,8 @@ from tests.telegram_harness import transcripts
 from tests.test_cli import run
 
 LINES = ["hello", "thanks", "who are you", "asdfgh qwerty", "help", "bye"]
-"""Lines whose replies do not depend on the person's session: a SIGKILL may lose the last 50 ms of session
-writes (they are written behind), so after a crash a passage can come round again; messages are never lost."""
+"""Lines whose replies do not depend on the person's session, so that a transcript is easy to foresee (a crash
+no longer moves a session past a reply nobody got: ``tests/test_sessions_after_delivery.py``)."""
 
 
 def environment(api: FakeBotApi, tmp_path: Path) -> dict[str, str]:

@@ -93,13 +93,14 @@ class TerminalChat:
         return Incoming(self.user, line, CHANNEL)
 
     async def say(self, line: str) -> list[Reply]:
-        """Handle one line and print its replies."""
+        """Handle one line, print its replies, then keep the session the turn left (only once printed)."""
         outcome = await self.engine.handle(self.incoming(line))
         for reply in outcome.replies:
             self.stdout.write(render(reply, self.width) + "\n")
             self._choices = reply.suggestions or self._choices
         self.stdout.write("\n")
         self.stdout.flush()
+        self.engine.delivered(outcome)
         return list(outcome.replies)
 
     async def run(self) -> None:

@@ -32,12 +32,14 @@ class Purged:
 
 @dataclass(frozen=True)
 class Answered:
-    """An update that is answered, and what to remember of it: a private chat's message ids, for /erase."""
+    """An update that is answered, and what to keep of it: the person's session, a private chat's message ids."""
 
     update_id: int
     chat_key: str | None = None
     """The private chat's keyed hash; ``None`` elsewhere (nothing to erase there)."""
     message_ids: tuple[int, ...] = ()
+    session: Session | None = None
+    """The person's session as answering the update left it: saved with the mark, so never before the reply went."""
 
 
 def message_rows(answered: Sequence[Answered], at: float) -> list[tuple[str, int, float]]:
@@ -48,6 +50,12 @@ def message_rows(answered: Sequence[Answered], at: float) -> list[tuple[str, int
         if done.chat_key is not None
         for message_id in done.message_ids
     ]
+
+
+def answered_sessions(answered: Sequence[Answered]) -> list[Session]:
+    """The sessions to save with a batch of marks: each person's last one in the batch."""
+    latest = {done.session.user_key: done.session for done in answered if done.session is not None}
+    return list(latest.values())
 
 
 def folded_count_name(escalation: Escalation) -> str:
@@ -162,9 +170,11 @@ class TelegramJournal(ABC):
 
     @abstractmethod
     async def answer_updates(self, answered: Sequence[Answered], at: float) -> None:
-        """Mark updates answered (their text goes, their ids stay) and remember chats' message ids for /erase.
+        """Mark updates answered (text gone, ids kept), save the sessions they left, remember message ids for /erase.
 
-        All or none, in one transaction: the bot crosses off a batch of answered updates at a time.
+        ``Answered.session`` is the session an update's answer left. All or none, in one transaction: the bot
+        crosses off a batch of answered updates at a time, and a person's session is never on disk ahead of the
+        mark of the update whose reply it assumes was seen.
         """
 
     @abstractmethod

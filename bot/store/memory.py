@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from bot.models import Escalation, Level, Session
 from bot.store import codec
-from bot.store.base import Answered, Purged, Store, day_of, folded_count_name
+from bot.store.base import Answered, Purged, Store, answered_sessions, day_of, folded_count_name
 from bot.store.locks import LocalLocks
 
 
@@ -135,6 +135,7 @@ class MemoryStore(Store):
         return fresh
 
     async def answer_updates(self, answered: Sequence[Answered], at: float) -> None:
+        await self.save_sessions(answered_sessions(answered))
         for done in answered:
             found = self._updates.get(done.update_id)
             if found is not None and found.answered_at is None:

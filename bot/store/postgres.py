@@ -13,7 +13,7 @@ from bot.database import Pool
 from bot.errors import StoreError
 from bot.models import Escalation, Level, Session
 from bot.store import codec
-from bot.store.base import Answered, Purged, Store, day_of, folded_count_name, message_rows
+from bot.store.base import Answered, Purged, Store, answered_sessions, day_of, folded_count_name, message_rows
 from bot.store.postgres_locks import PostgresLocks
 from bot.store.schema import Migration, load_migrations, pending, require_current
 
@@ -284,8 +284,11 @@ class PostgresStore(Store):
 
     async def answer_updates(self, answered: Sequence[Answered], at: float) -> None:
         remembered = message_rows(answered, at)
+        sessions = [codec.session_to_row(session) for session in answered_sessions(answered)]
         async with self._connection("mark updates answered", transaction=True) as connection:
             await connection.executemany(_ANSWER, [(at, done.update_id) for done in answered])
+            if sessions:
+                await connection.executemany(_SAVE_SESSION, sessions)
             if remembered:
                 await connection.executemany(_REMEMBER_MESSAGE, remembered)
 

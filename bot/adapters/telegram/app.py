@@ -106,7 +106,7 @@ class TelegramBot:
         self.telegram_metrics = metrics
         """The adapter's own metrics (blocked people), beside the engine's."""
         self.replies = Replies(engine, telegram, application, clock=clock, metrics=metrics)
-        self.people = People(self.replies, journal.store)
+        self.people = People(self.replies, journal)
         self.operators = Operators(self.replies, settings, escalation_log)
         self.install()
 
@@ -142,9 +142,10 @@ class TelegramBot:
         self.application.add_error_handler(self.on_error)
 
     async def handle(self, update: Update) -> None:
-        """Answer one update completely, then cross it off the journal (not if cancelled half-way).
+        """Answer one update completely, then cross it off the journal with the session its answer left.
 
-        Once the token is refused nothing can be sent: the update is left in the journal for the next start.
+        Not if cancelled half-way: then neither is written, and the next start answers it from the session as it
+        was. Once the token is refused nothing can be sent: the update is left in the journal for the next start.
         """
         if self.refused.is_set():
             self.left += 1
@@ -157,7 +158,7 @@ class TelegramBot:
         if self.refused.is_set():  # refused while answering: its replies did not go out
             self.left += 1
             return
-        await self.journal.answered(update, turn.chat_key, turn.message_ids)
+        await self.journal.answered(update, turn.chat_key, turn.message_ids, turn.session)
         self.answered += 1
 
     async def on_callback(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -289,7 +290,7 @@ async def run_telegram(
             engine = service.engine
             watched = TelegramMetrics(metrics, engine.faults)
             sender.watch(watched)
-            journal = Journal(service.store, metrics=metrics, faults=engine.faults)
+            journal = Journal(service.store, metrics=metrics, faults=engine.faults, on_saved=engine.sessions.saved)
             bot = TelegramBot(
                 engine, settings, telegram, application, journal, service.store, metrics=watched, refused=sender.refused
             )

@@ -19,16 +19,19 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 
 from telegram import Bot, Update
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter, TelegramError
 
 from bot.adapters.telegram.health import ACCESS, TelegramMetrics
+from bot.adapters.telegram.kept import kept
 from bot.adapters.telegram.lanes import Lanes, lane_of
 from bot.adapters.telegram.outbound import backoff, seconds
 from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
 from bot.metrics import Metrics
+from bot.models import Session
 from bot.sessions import write_behind
 from bot.store import Answered, LocalLocks, Locks, TelegramJournal, run_once
 
@@ -68,10 +71,15 @@ MARK_RETRY_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 class Journal:
     """Writes each update down before it can be lost, and drops its text once it is answered.
 
-    A journal row carries no person or chat key: once answered it is an update id and two times, which
-    say nothing about anyone. So ``/forget`` has nothing to delete here: that person's earlier updates are
-    already answered (a chat's updates are answered in order), and the ``/forget`` update's own text goes
-    the moment it is answered, like every other.
+    A journal row keeps only what answering needs (``kept``: no names, usernames, languages, files or places),
+    and once answered it is an update id and two times, which say nothing about anyone: kept 48 hours so a
+    redelivered update is never answered twice. So ``/forget`` has nothing to delete here: that person's
+    earlier updates are already answered (a chat's updates are answered in order), and the ``/forget``
+    update's own text goes the moment it is answered, like every other.
+
+    The person's session is written with the update's answered mark, in the same transaction, so it is never
+    on disk before the reply it assumes was sent: after a crash the update is answered again from the session
+    as it was, and the person gets the passage they never saw instead of the one after it.
 
     Answered marks are written in batches (group commit): ``answered`` queues the mark and waits, and one
     writer task writes every mark queued meanwhile in one transaction, then the next batch. Under load that
@@ -89,9 +97,12 @@ class Journal:
         *,
         metrics: Metrics | None = None,
         faults: Faults | None = None,
+        on_saved: Callable[[list[Session]], None] | None = None,
     ) -> None:
         self.store = store
         self._clock = clock
+        self._on_saved = on_saved
+        """Told the sessions each batch of marks wrote (``Sessions.saved``)."""
         self.metrics = metrics or Metrics()
         self.faults = faults or Faults()
         self._recent: OrderedDict[int, None] = OrderedDict()
@@ -128,21 +139,18 @@ class Journal:
         """Whether an admitted update is in the journal (or was answered before)."""
         return update_id not in self._unstored
 
-    async def admit(self, updates: Sequence[Update], raw: Sequence[object] | None = None) -> list[Update]:
+    async def admit(self, updates: Sequence[Update]) -> list[Update]:
         """Journal a batch in one transaction; return the updates to answer (none answered or under way).
 
-        ``raw`` is each update's JSON as Telegram sent it, journalled as it is; without it the update is
-        turned back into JSON (PTB's ``to_dict``, a tenth of a millisecond each). Updates the journal did not
-        take in time are answered anyway (a crisis reply must not wait for a locked database) and kept
-        ``unstored``: polling does not confirm them, so Telegram sends them again, and each later batch
-        writes them again with its own until the journal takes them.
+        Each update is journalled as ``kept`` keeps it. Updates the journal did not take in time are answered
+        anyway (a crisis reply must not wait for a locked database) and kept ``unstored``: polling does not
+        confirm them, so Telegram sends them again, and each later batch writes them again with its own until
+        the journal takes them.
         """
-        sent = raw if raw is not None else [None] * len(updates)
-        new = [(update, data) for update, data in zip(updates, sent, strict=True) if not self._seen(update.update_id)]
+        new = [update for update in updates if not self._seen(update.update_id)]
         waiting = dict(self._unstored)
-        for update, data in new:
-            text = json.dumps(update.to_dict() if data is None else data, ensure_ascii=False)
-            waiting[update.update_id] = (text, lane_of(update))
+        for update in new:
+            waiting[update.update_id] = (json.dumps(kept(update), ensure_ascii=False), lane_of(update))
         if not waiting:
             return []
         rows = [(update_id, text) for update_id, (text, _) in waiting.items()]
@@ -159,7 +167,7 @@ class Journal:
             )
             self._unstored = waiting
             self.unguarded.update(lanes)
-            return [update for update, _ in new]
+            return new
         self.faults.clear(STORE, "update journal")
         if self._unstored:
             log.warning("journalled %d updates that had waited for the database", len(self._unstored))
@@ -167,21 +175,24 @@ class Journal:
             for mark in self._held_marks.values():  # answered while unstored: crossed off now they are stored
                 self._queue_mark(*mark)
             self._held_marks.clear()
-        return [update for update, _ in new if update.update_id in fresh]
+        return [update for update in new if update.update_id in fresh]
 
     def _failed(self, operation: str, source: str, error: BaseException, waited: float = STORE_TIMEOUT) -> None:
         self.metrics.store_errors.inc(operation)
         self.faults.fail(STORE, source, describe(error, waited))
 
-    async def answered(self, update: Update, chat_key: str | None, message_ids: Sequence[int]) -> None:
-        """Cross an update off (its text goes) and keep the chat's message ids for /erase; return once on disk.
+    async def answered(
+        self, update: Update, chat_key: str | None, message_ids: Sequence[int], session: Session | None = None
+    ) -> None:
+        """Cross an update off (its text goes) with the session its answer left and the ids for /erase; once on disk.
 
-        The mark goes with the next batch; this waits for it at most ``MARK_WAIT`` (a store that is down does
-        not stop the chat: the writer keeps trying, and the update would be answered again after a crash).
+        One transaction for all three. The mark goes with the next batch; this waits for it at most ``MARK_WAIT``
+        (a store that is down does not stop the chat: the writer keeps trying, and the update would be answered
+        again after a crash, from the session as it was before).
         """
         self.unguarded.discard(update.update_id)
         written = asyncio.get_running_loop().create_future()
-        mark = Answered(update.update_id, chat_key, tuple(message_ids))
+        mark = Answered(update.update_id, chat_key, tuple(message_ids), session)
         if update.update_id in self._unstored:
             self._held_marks[update.update_id] = (mark, written)  # written once its journal row is
             return
@@ -206,9 +217,25 @@ class Journal:
             except BaseException:
                 self._marks[:0] = batch  # written again with the next batch; marking twice is harmless
                 raise
+            if self._on_saved is not None:
+                self._on_saved([mark.session for mark, _ in batch if mark.session is not None])
             for _, written in batch:
                 if not written.done():
                     written.set_result(None)
+
+    async def forget(self, user_key: str) -> None:
+        """Take a person's session out of the marks not written yet (they asked to be forgotten).
+
+        A batch under way is waited for first, so no session of theirs reaches the store after this returns.
+        """
+
+        def without(mark: Answered) -> Answered:
+            session = mark.session
+            return replace(mark, session=None) if session is not None and session.user_key == user_key else mark
+
+        async with self._marking:
+            self._marks = [(without(mark), written) for mark, written in self._marks]
+            self._held_marks = {key: (without(mark), done) for key, (mark, done) in self._held_marks.items()}
 
     async def _write_forever(self) -> None:
         await write_behind(
@@ -282,9 +309,9 @@ class Intake:
         self.lanes = lanes
         self.metrics = metrics
 
-    async def receive(self, updates: Sequence[Update], raw: Sequence[object] | None = None) -> None:
-        """Journal the batch durably (``raw``: the updates' JSON as sent), then queue those still to answer."""
-        admitted = await self.journal.admit(updates, raw)
+    async def receive(self, updates: Sequence[Update]) -> None:
+        """Journal the batch durably, then queue those still to answer."""
+        admitted = await self.journal.admit(updates)
         for update in admitted:
             self.lanes.submit(update)
         if self.metrics is not None:
@@ -340,7 +367,7 @@ async def poll(
         try:
             if await until_stopped(stop, fetch):
                 break  # not confirmed, so Telegram sends these again next time
-            updates, raw, offset_after = fetch.result()
+            updates, offset_after = fetch.result()
         except RetryAfter as error:
             _polling_failed(metrics, error)
             delay = seconds(error.retry_after)
@@ -365,7 +392,7 @@ async def poll(
                     metrics.faults.clear(ACCESS, ANOTHER_INSTANCE)
                     last_conflict = None
             if updates or intake.journal.first_unstored is not None:
-                await intake.receive(updates, raw)
+                await intake.receive(updates)
             offset = offset_after or offset
             unstored = intake.journal.first_unstored
             if unstored is None:
@@ -379,14 +406,11 @@ async def poll(
         await _confirm(bot, offset)
 
 
-async def _fetch(
-    bot: Bot, offset: int | None, timeout: float, read_timeout: float
-) -> tuple[list[Update], list[object], int | None]:
-    """One getUpdates: the updates, each one's JSON as Telegram sent it, and the offset that confirms them.
+async def _fetch(bot: Bot, offset: int | None, timeout: float, read_timeout: float) -> tuple[list[Update], int | None]:
+    """One getUpdates: the updates, and the offset that confirms them.
 
-    Through ``do_api_request`` so the JSON is kept as it came and journalled as it is (``Bot.get_updates``
-    only returns the parsed updates, which cost a ``to_dict`` each to write down). An update that cannot be
-    read is logged by its id and skipped (``get_updates`` would fail the whole batch, every time).
+    Through ``do_api_request`` so that an update that cannot be read is logged by its id and skipped
+    (``get_updates`` would fail the whole batch, every time).
     """
     try:
         found = await bot.do_api_request(
@@ -396,17 +420,15 @@ async def _fetch(
         )
     except EndPointNotFound as error:  # how do_api_request reports a refused token once the bot is initialised
         raise InvalidToken(str(error)) from error
-    updates, raw = [], []
+    updates = []
     for data in found if isinstance(found, list) else []:
         try:
             updates.append(Update.de_json(data, bot))
         except Exception as error:  # a malformed update must not stop polling
             update_id = data.get("update_id") if isinstance(data, dict) else None
             log.error("update %s from Telegram cannot be read (%s); skipped", update_id, type(error).__name__)
-            continue
-        raw.append(data)
     last = found[-1].get("update_id") if found and isinstance(found[-1], dict) else None
-    return updates, raw, last + 1 if isinstance(last, int) else None
+    return updates, last + 1 if isinstance(last, int) else None
 
 
 def _another_instance(metrics: TelegramMetrics | None, pause: float) -> None:

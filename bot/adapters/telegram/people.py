@@ -12,13 +12,12 @@ from telegram.error import BadRequest, Forbidden
 from telegram.ext import ContextTypes
 
 from bot.adapters.telegram import texts
-from bot.adapters.telegram.inbound import STORE_TIMEOUT
+from bot.adapters.telegram.inbound import STORE_TIMEOUT, Journal
 from bot.adapters.telegram.outbound import CRISIS
 from bot.adapters.telegram.render import crisis_card, forget_buttons, plain, topic_buttons
 from bot.adapters.telegram.replies import CHANNEL, Replies, Turn
 from bot.errors import StoreError
 from bot.models import Detection, Level, ReplyKind, Suggestion
-from bot.store import TelegramJournal
 
 log = logging.getLogger("unhooked.telegram")
 
@@ -32,10 +31,10 @@ def _is_crisis_command(update: Update) -> bool:
 class People:
     """The handlers for people: each sends its replies (``Replies``) before returning."""
 
-    def __init__(self, replies: Replies, journal: TelegramJournal) -> None:
+    def __init__(self, replies: Replies, journal: Journal) -> None:
         self.replies = replies
         self.journal = journal
-        """Groups told, and chats' message ids for /erase."""
+        """Groups told, chats' message ids for /erase, and the sessions waiting to be written with their marks."""
         self._told_groups: set[str] = set()
 
     async def on_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -88,7 +87,7 @@ class People:
         self._told_groups.add(key)
         try:
             async with asyncio.timeout(STORE_TIMEOUT):
-                first = await self.journal.tell_group_once(key, self.replies.clock())
+                first = await self.journal.store.tell_group_once(key, self.replies.clock())
         except (StoreError, TimeoutError):
             first = True
         if first:
@@ -131,7 +130,7 @@ class People:
         replies = self.replies
         chat_id = update.effective_chat.id
         turn = replies.turns.get(update.update_id) or Turn(replies.key(chat_id))
-        store = self.journal
+        store = self.journal.store
         try:
             known = await store.message_ids(replies.key(chat_id))
         except StoreError as error:
@@ -165,6 +164,7 @@ class People:
         if confirmed:
             try:
                 async with asyncio.timeout(STORE_TIMEOUT * 2):
+                    await self.journal.forget(self.replies.key(query.from_user.id))
                     text = texts.forget_done(await self.replies.engine.forget(CHANNEL, str(query.from_user.id)))
             except (StoreError, TimeoutError) as error:
                 log.error("/forget failed: %s", type(error).__name__)

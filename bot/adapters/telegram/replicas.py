@@ -9,11 +9,11 @@ lock back, so nothing waits behind a lock that was just released. A replica that
 connection; every ``SWEEP_EVERY`` seconds each replica takes the chats whose updates have waited more than
 ``STALE_AFTER`` seconds and whose lock is free, so a killed replica's chats are answered within a few seconds.
 
-Sessions are read from the database at each chat's first update under its lock and written before the lock
-goes (``Sessions.recent_seconds`` is 0): the next replica sees what this one wrote. The crash window is the
-single-process one: an update whose reply reached Telegram and whose mark had not
-reached the database when its replica died is answered once more, at most one update per chat the dead
-replica was answering (``UNHOOKED_MAX_CONCURRENT_CHATS``).
+Sessions are read from the database at each chat's first update under its lock and written with the answered
+marks before the lock goes (``Sessions.recent_seconds`` is 0): the next replica sees what this one wrote. The
+crash window is the single-process one: an update whose reply reached Telegram and whose mark (and session) had
+not reached the database when its replica died is answered once more, from the session as it was, at most one
+update per chat the dead replica was answering (``UNHOOKED_MAX_CONCURRENT_CHATS``).
 """
 
 from __future__ import annotations
@@ -95,7 +95,6 @@ class SharedLanes:
         self._urgent = urgent
         self._hurried: dict[int, set[int]] = {}
         """Per chat, the urgent updates (crisis messages) not answered yet: the chat waits for no slot."""
-        self._sessions = sessions
         sessions.recent_seconds = 0.0  # another replica may answer the person next, and write their session
         self._slots = asyncio.Semaphore(limit)
         self._journal = journal
@@ -210,13 +209,12 @@ class SharedLanes:
             self._received.pop(lane, None)
 
     async def _let_go(self, lane: int) -> None:
-        """Write the chat's session and cross off what was answered, then give the chat's lock back.
+        """Cross off what was answered, with the sessions it left, then give the chat's lock back.
 
         The next holder must read the person's session as it is now, and not answer an update again.
         """
         try:
             async with asyncio.timeout(STORE_TIMEOUT):
-                await self._sessions.flush()
                 await self._journal.flush()
         except (StoreError, TimeoutError) as error:
             log.error("could not mark a chat's updates answered before letting it go (%s)", type(error).__name__)

@@ -17,7 +17,7 @@ from bot.adapters.telegram.outbound import CRISIS, Send
 from bot.adapters.telegram.render import Outgoing, render
 from bot.config import TelegramSettings
 from bot.engine import Engine
-from bot.models import Incoming, ReplyKind
+from bot.models import Incoming, ReplyKind, Session
 
 log = logging.getLogger("unhooked.telegram")
 
@@ -27,12 +27,14 @@ NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 
 @dataclass
 class Turn:
-    """What answering one update sent, so the journal can cross it off with the message ids for /erase."""
+    """What answering one update did, so the journal can cross it off with the session and the ids for /erase."""
 
     chat_key: str | None
     """The chat's keyed hash in a private chat; ``None`` elsewhere (nothing to erase there)."""
     message_ids: list[int] = field(default_factory=list)
     blocked: bool = False
+    session: Session | None = None
+    """The session the engine's answer left, written with the update's answered mark (after the replies went)."""
 
 
 class Replies:
@@ -122,8 +124,14 @@ class Replies:
         log.info("%s has blocked the bot; not retrying", self.key(chat_id)[:8])
 
     async def answer(self, update: Update, text: str, topic: str | None = None) -> None:
-        """Run a person's words through the engine (crisis screen first) and send its replies."""
+        """Run a person's words through the engine (crisis screen first) and send its replies.
+
+        The session the engine left goes with the turn: it is written with the update's answered mark.
+        """
         outcome = await self.engine.handle(Incoming(str(update.effective_user.id), text, CHANNEL, topic=topic))
+        turn = self.turns.get(update.update_id)
+        if turn is not None:
+            turn.session = outcome.session
         for reply in outcome.replies:
             how = CRISIS if reply.kind is ReplyKind.CRISIS else None
             await self.send(update, render(reply), how, reply.kind.value)
