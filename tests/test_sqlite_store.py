@@ -15,7 +15,8 @@ from bot.service import running_service
 from bot.store import Answered, codec
 from bot.store.backup import TABLE_COUNTS
 from bot.store.schema import Migration, check_migrations
-from bot.store.sqlite import _ESCALATION_COLUMNS, MIGRATIONS, SqliteStore
+from bot.store.sqlite import MIGRATIONS, SqliteStore
+from bot.store.sqlite_sql import ESCALATION_COLUMNS
 from tests.conftest import REPO
 from tests.records import escalation, session
 
@@ -252,7 +253,7 @@ def test_a_migration_file_splits_into_its_statements_and_refuses_an_unfinished_o
 
 
 def test_the_escalation_columns_are_the_codecs_fields() -> None:
-    assert tuple(_ESCALATION_COLUMNS.split(", ")) == codec.FIELDS
+    assert tuple(ESCALATION_COLUMNS.split(", ")) == codec.FIELDS
 
 
 async def test_a_database_with_a_migration_this_version_does_not_know_is_refused(tmp_path: Path) -> None:

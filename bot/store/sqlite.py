@@ -27,6 +27,7 @@ from bot import private
 from bot.errors import CORRUPT, DatabaseFault, StoreError
 from bot.models import Escalation, Level, Session
 from bot.store import codec
+from bot.store import sqlite_sql as sql
 from bot.store.backup import Backup, backup_target, seal
 from bot.store.base import Answered, Purged, Store, answered_sessions, day_of, folded_count_name, message_rows
 from bot.store.locks import LocalLocks
@@ -50,45 +51,6 @@ SCRUB_DELAY = 1.0
 the WAL still holds the pages as they were (``secure_delete`` zeroes the database's pages, not the WAL's)."""
 SCRUB_WAIT_MS = 100
 """Milliseconds the scrub waits for another process using the database; it tries again after the next removal."""
-_ESCALATION_COLUMNS = (
-    "id, at, level, category, rule, channel, user_key, resources, excerpt, alerted_at, acked_by, acked_at"
-)
-"""``codec.FIELDS`` as SQL (a test holds them equal); written out so every statement here is a constant."""
-_LOAD_SESSION = (
-    "SELECT first_seen, last_seen, turns, last_intent, shown, crisis_level, crisis_at, crisis_track"
-    " FROM sessions WHERE user_key = ?"
-)
-_SAVE_SESSION = (
-    "INSERT OR REPLACE INTO sessions"
-    " (user_key, first_seen, last_seen, turns, last_intent, shown, crisis_level, crisis_at, crisis_track)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_ADD_COUNTS = (
-    "INSERT INTO daily_counts (day, name, value) VALUES (?, ?, ?)"
-    " ON CONFLICT (day, name) DO UPDATE SET value = value + excluded.value"
-)
-_INSERT_ESCALATION = (
-    "INSERT OR IGNORE INTO escalations"
-    " (id, at, level, category, rule, channel, user_key, resources, excerpt, alerted_at, acked_by, acked_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_FEED = (
-    "SELECT seq, id, at, level, category, rule, channel, user_key, resources, excerpt, alerted_at, acked_by,"
-    " acked_at FROM escalations WHERE seq > ? ORDER BY seq LIMIT ?"
-)
-_ESCALATION_FILTER = "(? IS NULL OR at >= ?) AND (? IS NULL OR level = ?) AND (? = 0 OR acked_by IS NULL)"
-_UNANSWERED = "SELECT update_id, raw FROM updates WHERE raw IS NOT NULL ORDER BY update_id"
-_ANSWER = "UPDATE updates SET raw = NULL, lane = NULL, answered_at = ? WHERE update_id = ? AND answered_at IS NULL"
-_LANE = "SELECT update_id, raw FROM updates WHERE lane = ? AND raw IS NOT NULL ORDER BY update_id"
-_WAITING = (
-    "SELECT DISTINCT lane FROM updates WHERE raw IS NOT NULL AND lane IS NOT NULL AND received_at < ? ORDER BY lane"
-)
-_UNACKED_REMINDERS = (
-    "SELECT r.escalation_id, r.at FROM escalation_reminders r JOIN escalations e ON e.id = r.escalation_id"
-    " WHERE e.acked_by IS NULL ORDER BY r.escalation_id, r.number"
-)
-_REMEMBER_MESSAGE = "INSERT OR IGNORE INTO message_ids (chat_key, message_id, at) VALUES (?, ?, ?)"
-
 _Result = TypeVar("_Result")
 
 
@@ -312,13 +274,13 @@ class SqliteStore(Store):
             return list(await cursor.fetchall())
 
     async def load_session(self, user_key: str) -> Session | None:
-        rows = await self._rows("load a session", _LOAD_SESSION, (user_key,))
+        rows = await self._rows("load a session", sql.LOAD_SESSION, (user_key,))
         return codec.session_from_row(user_key, rows[0]) if rows else None
 
     @_shielded
     async def save_sessions(self, sessions: list[Session]) -> None:
         async with self._guard("save sessions"), self._transaction():
-            await self.db.executemany(_SAVE_SESSION, [codec.session_to_row(session) for session in sessions])
+            await self.db.executemany(sql.SAVE_SESSION, [codec.session_to_row(session) for session in sessions])
 
     @_shielded
     async def forget(self, user_key: str) -> int:
@@ -332,7 +294,7 @@ class SqliteStore(Store):
     @_shielded
     async def add_counts(self, counts: Mapping[tuple[str, str], int]) -> None:
         async with self._guard("add to daily counts"), self._transaction():
-            await self.db.executemany(_ADD_COUNTS, [(day, name, value) for (day, name), value in counts.items()])
+            await self.db.executemany(sql.ADD_COUNTS, [(day, name, value) for (day, name), value in counts.items()])
 
     async def counts(self, day: str) -> dict[str, int]:
         rows = await self._rows("read daily counts", "SELECT name, value FROM daily_counts WHERE day = ?", (day,))
@@ -342,14 +304,14 @@ class SqliteStore(Store):
     async def record_escalations(self, escalations: list[Escalation]) -> None:
         self._refuse_if_lost("record escalations")
         async with self._guard("record escalations"), self._transaction():
-            await self.db.executemany(_INSERT_ESCALATION, [codec.to_row(e) for e in escalations])
+            await self.db.executemany(sql.INSERT_ESCALATION, [codec.to_row(e) for e in escalations])
         self._refuse_if_lost("record escalations")  # the commit went to a file deleted meanwhile
 
     async def _select_escalations(
         self, where: str, parameters: tuple[object, ...], limit: int | None
     ) -> list[Escalation]:
         # ``where`` is always one of the constant clauses in this class; values go in as parameters.
-        query = f"SELECT {_ESCALATION_COLUMNS} FROM escalations WHERE {where} ORDER BY at, id LIMIT ?"  # noqa: S608
+        query = f"SELECT {sql.ESCALATION_COLUMNS} FROM escalations WHERE {where} ORDER BY at, id LIMIT ?"  # noqa: S608
         async with self._guard("read escalations"), self.db.execute(query, (*parameters, limit or -1)) as cursor:
             return [codec.from_row(row) async for row in cursor]
 
@@ -357,7 +319,7 @@ class SqliteStore(Store):
         self, *, since: float | None = None, level: Level | None = None, unacked: bool = False, limit: int | None = None
     ) -> list[Escalation]:
         value = level and level.value
-        return await self._select_escalations(_ESCALATION_FILTER, (since, since, value, value, int(unacked)), limit)
+        return await self._select_escalations(sql.ESCALATION_FILTER, (since, since, value, value, int(unacked)), limit)
 
     @_shielded
     async def acknowledge(self, escalation_id: str, by: str, at: float) -> Escalation | None:
@@ -382,7 +344,7 @@ class SqliteStore(Store):
         return await self._select_escalations("alerted_at IS NULL", (), limit)
 
     async def escalation_feed(self, after: int = 0, limit: int = 100) -> list[tuple[int, Escalation]]:
-        rows = await self._rows("read new escalations", _FEED, (after, limit))
+        rows = await self._rows("read new escalations", sql.FEED, (after, limit))
         return [(row[0], codec.from_row(row[1:])) for row in rows]
 
     async def all_counts(self, first_day: str | None = None) -> dict[tuple[str, str], int]:
@@ -399,7 +361,7 @@ class SqliteStore(Store):
             past = await self._select_escalations("at < ?", (before,), None)
             old = [e for e in past if not keep_unacked or e.acked_by is not None]
             counts = Counter((day_of(e.at), folded_count_name(e)) for e in old)
-            await self.db.executemany(_ADD_COUNTS, [(day, name, value) for (day, name), value in counts.items()])
+            await self.db.executemany(sql.ADD_COUNTS, [(day, name, value) for (day, name), value in counts.items()])
             await self.db.execute(
                 "DELETE FROM escalations WHERE at < ? AND (? = 0 OR acked_by IS NOT NULL)", (before, int(keep_unacked))
             )
@@ -432,22 +394,22 @@ class SqliteStore(Store):
         remembered = message_rows(answered, at)
         sessions = [codec.session_to_row(session) for session in answered_sessions(answered)]
         async with self._guard("mark updates answered"), self._transaction():
-            await self.db.executemany(_ANSWER, [(at, done.update_id) for done in answered])
+            await self.db.executemany(sql.ANSWER, [(at, done.update_id) for done in answered])
             if sessions:
-                await self.db.executemany(_SAVE_SESSION, sessions)
+                await self.db.executemany(sql.SAVE_SESSION, sessions)
             if remembered:
-                await self.db.executemany(_REMEMBER_MESSAGE, remembered)
+                await self.db.executemany(sql.REMEMBER_MESSAGE, remembered)
         self._scrub_soon()
 
     async def unanswered_updates(self) -> list[tuple[int, str]]:
-        return [(update_id, raw) for update_id, raw in await self._rows("read unanswered updates", _UNANSWERED)]
+        return [(update_id, raw) for update_id, raw in await self._rows("read unanswered updates", sql.UNANSWERED)]
 
     async def lane_updates(self, lane: int) -> list[tuple[int, str]]:
-        rows = await self._rows("read a chat's unanswered updates", _LANE, (lane,))
+        rows = await self._rows("read a chat's unanswered updates", sql.LANE, (lane,))
         return [(update_id, raw) for update_id, raw in rows]
 
     async def waiting_lanes(self, before: float) -> list[int]:
-        return [row[0] for row in await self._rows("read chats left waiting", _WAITING, (before,))]
+        return [row[0] for row in await self._rows("read chats left waiting", sql.WAITING, (before,))]
 
     @_shielded
     async def purge_updates(self, before: float) -> int:
@@ -487,7 +449,7 @@ class SqliteStore(Store):
             return cursor.rowcount == 1
 
     async def unacked_reminders(self) -> dict[str, list[float]]:
-        return codec.reminders(await self._rows("read reminders", _UNACKED_REMINDERS))
+        return codec.reminders(await self._rows("read reminders", sql.UNACKED_REMINDERS))
 
     @_shielded
     async def claim_run(self, name: str, at: float) -> bool:
