@@ -13,8 +13,10 @@ import pytest
 
 from bot.database import Pool
 from bot.errors import SchemaError, StoreError
+from bot.store.locks import lock_key
 from bot.store.postgres import MIGRATIONS, PostgresStore
 from tests.conftest import REPO
+from tests.pg_schema import pg_schema
 from tests.records import escalation
 
 
@@ -90,8 +92,12 @@ async def test_a_lock_keeps_other_replicas_out_until_released_or_its_replica_is_
         assert await two.locks.acquire("job") is True
         admin = await asyncpg.connect(pg_url)
         try:  # the replica's connection dies (a killed process, a lost machine): its locks go with it
+            key = lock_key(f"{await admin.fetchval('SELECT current_schema()')}/job") & 0xFFFFFFFFFFFFFFFF
             await admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()"
+                "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'"
+                " AND classid::bigint = $1 AND objid::bigint = $2",
+                key >> 32,
+                key & 0xFFFFFFFF,
             )
         finally:
             await admin.close()
@@ -101,6 +107,14 @@ async def test_a_lock_keeps_other_replicas_out_until_released_or_its_replica_is_
         assert await two.locks.acquire("job") is False  # connected again, and knows its old locks are gone
         await one.locks.close()
         assert await two.locks.acquire("job") is True
+
+
+async def test_deployments_in_two_schemas_of_one_database_take_their_own_locks(pg_url: str, pg_server: str) -> None:
+    async with pg_schema(pg_server) as other, PostgresStore(pg_url) as one, PostgresStore(other) as two:
+        assert await one.locks.acquire("telegram-bot") is True
+        assert await two.locks.acquire("telegram-bot") is True  # another deployment: not the same bot
+        async with PostgresStore(pg_url) as beside:
+            assert await beside.locks.acquire("telegram-bot") is False  # the same schema: the same bot
 
 
 async def test_shared_holders_keep_out_an_exclusive_one(pg_url: str) -> None:

@@ -1,7 +1,9 @@
 """Named locks shared by every replica on one PostgreSQL database: session advisory locks on a connection of their own.
 
-A lock lives as long as the connection that took it: a replica that is killed (its socket closes) or cut off
-(TCP keepalives, ``KEEPALIVE``) loses its locks on the server at once, and another replica can take its work.
+A lock's key is its name within the connection's schema (``current_schema()``): deployments in two schemas of one
+database do not take each other's locks. A lock lives as long as the connection that took it: a replica that is
+killed (its socket closes) or cut off (TCP keepalives, ``KEEPALIVE``) loses its locks on the server at once, and
+another replica can take its work.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ class PostgresLocks(Locks):
         self._connection: asyncpg.Connection | None = None
         self._held: dict[str, bool] = {}
         """Names held by this process, and whether shared."""
+        self._schema = ""
+        """The connection's schema, which every key is taken within."""
         self._one_at_a_time = asyncio.Lock()
         """asyncpg runs one statement at a time on a connection."""
 
@@ -43,6 +47,7 @@ class PostgresLocks(Locks):
                     self._connection = await asyncpg.connect(
                         self._url, timeout=self._timeout, command_timeout=self._timeout, server_settings=KEEPALIVE
                     )
+                    self._schema = str(await self._connection.fetchval("SELECT current_schema()"))
                 yield self._connection
             except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as error:
                 self._held.clear()  # whatever happened to the connection, the next statement starts a new one
@@ -51,12 +56,15 @@ class PostgresLocks(Locks):
                     self._connection = None
                 raise StoreError(f"could not {doing} in {self._where}: {error or type(error).__name__}") from error
 
+    def _key(self, name: str) -> int:
+        return lock_key(f"{self._schema}/{name}")
+
     async def acquire(self, name: str, *, shared: bool = False) -> bool:
         if name in self._held:
             return False
         function = "pg_try_advisory_lock_shared" if shared else "pg_try_advisory_lock"
         async with self._session("take a lock") as connection:
-            taken = bool(await connection.fetchval(f"SELECT {function}($1)", lock_key(name)))
+            taken = bool(await connection.fetchval(f"SELECT {function}($1)", self._key(name)))
             if taken:
                 self._held[name] = shared
         return taken
@@ -68,7 +76,7 @@ class PostgresLocks(Locks):
             shared = self._held.pop(name, None)
             if shared is not None:
                 function = "pg_advisory_unlock_shared" if shared else "pg_advisory_unlock"
-                await connection.fetchval(f"SELECT {function}($1)", lock_key(name))
+                await connection.fetchval(f"SELECT {function}($1)", self._key(name))
 
     async def close(self) -> None:
         connection, self._connection = self._connection, None
