@@ -51,6 +51,7 @@ SCRUB_DELAY = 1.0
 the WAL still holds the pages as they were (``secure_delete`` zeroes the database's pages, not the WAL's)."""
 SCRUB_WAIT_MS = 100
 """Milliseconds the scrub waits for another process using the database; it tries again after the next removal."""
+_WAIT_BRIEFLY, _WAIT_AS_USUAL = f"PRAGMA busy_timeout={SCRUB_WAIT_MS}", f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}"
 _Result = TypeVar("_Result")
 
 
@@ -235,12 +236,12 @@ class SqliteStore(Store):
             async with self._writing:
                 # Our own writes wait for the lock meanwhile; another process gets ``SCRUB_WAIT_MS``, not 5 s (and
                 # so would a read of ours, but in WAL mode reads do not wait for locks).
-                await self.db.execute(f"PRAGMA busy_timeout={SCRUB_WAIT_MS}")
+                await self.db.execute(_WAIT_BRIEFLY)
                 try:
                     async with self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)") as cursor:
                         blocked = (await cursor.fetchone() or (1,))[0]
                 finally:
-                    await self.db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+                    await self.db.execute(_WAIT_AS_USUAL)
         except (sqlite3.Error, ValueError, OSError, StoreError) as error:
             log.warning("could not empty the WAL of %s: %s", self.path, error)
             return
