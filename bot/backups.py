@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from bot import private
 from bot.errors import ConfigError, SchemaError, StoreError
 from bot.store.backup import Backup
 from bot.store.sqlite import SqliteStore
@@ -48,9 +49,9 @@ class Restored:
 def _copy(source: Path, target: Path, *, read_only: bool) -> None:
     """SQLite's backup API from ``source`` to a new private file ``target`` (``source`` opened read-only if asked)."""
     uri = f"file:{quote(str(source.resolve()))}" + ("?mode=ro" if read_only else "?mode=rw")
+    private.make_file(target)
     with closing(sqlite3.connect(uri, uri=True)) as reading, closing(sqlite3.connect(target)) as writing:
         reading.backup(writing)
-    os.chmod(target, 0o600)
 
 
 async def restore(source: Path, db_path: Path, *, force: bool = False, now: float | None = None) -> Restored:
@@ -67,7 +68,7 @@ async def restore(source: Path, db_path: Path, *, force: bool = False, now: floa
         raise ConfigError(
             f"{target} already exists; stop the bot, then add --force to replace it (it is kept beside it first)"
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private.make_folder(target.parent)
     staged = target.with_name(f".{target.name}.restoring-{os.getpid()}")
     try:
         try:

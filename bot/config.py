@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlsplit
 
+from bot import private
 from bot.database import Database, Pool
 from bot.errors import ConfigError
 
@@ -225,16 +226,19 @@ class Settings:
             return secrets.token_hex(32).encode()
         path = self.db_path.parent / "secret.key"
         try:
-            return path.read_bytes().strip()
+            key = path.read_bytes().strip()
         except FileNotFoundError:
             pass
         except OSError as error:
             raise ConfigError(
                 f"cannot read {path}: {error.strerror}; set UNHOOKED_SECRET or fix the file's permissions"
             ) from None
+        else:
+            private.restrict(path)  # an older version's key may be readable by others
+            return key
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            private.make_folder(path.parent)
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, private.FILE_MODE)
         except FileExistsError:
             return path.read_bytes().strip()
         except OSError as error:

@@ -22,6 +22,7 @@ from typing import Protocol
 
 import numpy as np
 
+from bot import private
 from bot.models import Candidate, Intent
 
 log = logging.getLogger("unhooked.meaning")
@@ -119,7 +120,8 @@ class Vectors:
         keys = np.array(chosen, dtype=f"S{KEY_BYTES}")
         rows = np.array([self._known[key] for key in chosen], dtype=np.float16)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private.make_folder(path.parent)  # the database's folder, if the cache is written first
+            # owner-only (0600), like every file mkstemp makes
             handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npz")
         except OSError as error:
             log.warning("could not write the vector cache %s: %s", path, error)

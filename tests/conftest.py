@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,6 +56,19 @@ class Clock:
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    """The usual umask, under which a file is readable by everyone unless the bot creates it otherwise."""
+    before = os.umask(0o022)
+    yield
+    os.umask(before)
+
+
+def mode(path: Path) -> int:
+    """A file's or folder's permission bits, e.g. ``0o600``."""
+    return path.stat().st_mode & 0o777
 
 
 PG_VARIABLE = "UNHOOKED_TEST_PG"

@@ -9,7 +9,7 @@ import pytest
 
 from bot.config import Settings, TelegramSettings, default_content_dir
 from bot.errors import ConfigError
-from tests.conftest import REPO
+from tests.conftest import REPO, mode
 
 
 def test_defaults_need_no_environment() -> None:
@@ -29,12 +29,21 @@ def test_a_short_secret_is_refused() -> None:
         Settings.from_env({"UNHOOKED_SECRET": "tooshort"})
 
 
-def test_the_secret_is_generated_once_and_kept_private(tmp_path: Path) -> None:
-    settings = Settings.from_env({"UNHOOKED_DB": str(tmp_path / "db" / "bot.sqlite3")})
+def test_the_secret_is_generated_once_and_kept_private(tmp_path: Path, umask_022: None) -> None:
+    settings = Settings.from_env({"UNHOOKED_DB": str(tmp_path / "data" / "db" / "bot.sqlite3")})
     first = settings.secret_key()
     assert len(first) == 64
     assert settings.secret_key() == first
-    assert (tmp_path / "db" / "secret.key").stat().st_mode & 0o777 == 0o600
+    assert mode(tmp_path / "data" / "db" / "secret.key") == 0o600
+    assert mode(tmp_path / "data" / "db") == mode(tmp_path / "data") == 0o700  # the folders it made, too
+
+
+def test_a_secret_key_readable_by_others_is_made_private(tmp_path: Path) -> None:
+    (tmp_path / "secret.key").write_text("k" * 64)
+    (tmp_path / "secret.key").chmod(0o644)  # as an earlier version may have left it
+    settings = Settings.from_env({"UNHOOKED_DB": str(tmp_path / "bot.sqlite3")})
+    assert settings.secret_key() == b"k" * 64
+    assert mode(tmp_path / "secret.key") == 0o600
 
 
 def test_a_given_secret_is_used_as_is(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from bot.matcher import IntentPhrases, Matcher, MatcherSettings
 from bot.meaning import MeaningIndex, MeaningSettings, Vectors, load_encoder, vectors_for
 from bot.models import Incoming
 from bot.store.memory import MemoryStore
-from tests.conftest import MINI_CONTENT, SECRET
+from tests.conftest import MINI_CONTENT, SECRET, mode
 
 WORD = re.compile(r"[a-z]+")
 
@@ -84,6 +84,12 @@ def test_every_vector_comes_back_from_a_cache_file_also_when_its_key_ends_in_zer
     again = Vectors(WordEncoder(), tmp_path / "vectors.npz")
     again.of(texts)
     assert again.embedded == 0
+
+
+def test_the_vector_cache_and_the_folder_it_makes_are_its_owners_only(tmp_path: Path, umask_022: None) -> None:
+    path = tmp_path / "data" / "example-vectors.npz"
+    Vectors(WordEncoder(), path).of(["why do I miss him"])
+    assert (mode(path), mode(path.parent)) == (0o600, 0o700)
 
 
 def test_vectors_shipped_in_the_models_folder_spare_a_start_embedding_them(tmp_path: Path) -> None:

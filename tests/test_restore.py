@@ -27,7 +27,7 @@ def escalation_ids(path: Path) -> list[str]:
         return [row[0] for row in db.execute("SELECT id FROM escalations ORDER BY id")]
 
 
-def test_restore_puts_the_backup_back_and_keeps_what_it_replaces(tmp_path: Path) -> None:
+def test_restore_puts_the_backup_back_and_keeps_what_it_replaces(tmp_path: Path, umask_022: None) -> None:
     db = tmp_path / "data" / "bot.sqlite3"
     db.parent.mkdir()
     asyncio.run(fill(db, "before"))

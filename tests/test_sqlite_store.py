@@ -20,7 +20,7 @@ from tests.conftest import REPO
 from tests.records import escalation, session
 
 
-async def test_a_backup_holds_everything_stored(tmp_path: Path) -> None:
+async def test_a_backup_holds_everything_stored(tmp_path: Path, umask_022: None) -> None:
     async with SqliteStore(tmp_path / "live.sqlite3") as store:
         await store.save_sessions([session("k1"), session("k2", crisis_level=Level.CRISIS, crisis_at=150.0)])
         await store.record_escalations([escalation("b", at=200.0), escalation("a")])

@@ -52,7 +52,7 @@ def backup_target(target: Path, overwrite: bool, live: Path | None = None) -> tu
 
 
 async def seal(partial: Path, target: Path, overwrite: bool) -> Backup:
-    """Check the finished copy, make it self-contained and private, and move it into place."""
+    """Check the finished copy (made owner-only from the start), make it self-contained, and move it into place."""
     try:
         async with aiosqlite.connect(partial, isolation_level=None) as copy:
             await copy.execute("PRAGMA journal_mode=DELETE")
@@ -66,7 +66,6 @@ async def seal(partial: Path, target: Path, overwrite: bool) -> Backup:
                     rows[table] = (await cursor.fetchone() or (0,))[0]
             async with copy.execute("SELECT name FROM _migrations ORDER BY name") as cursor:
                 migrations = tuple([row[0] async for row in cursor])
-        os.chmod(partial, 0o600)
         descriptor = os.open(partial, os.O_RDONLY)
         try:
             os.fsync(descriptor)

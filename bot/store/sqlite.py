@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import sqlite3
@@ -16,6 +17,7 @@ from urllib.parse import quote
 
 import aiosqlite
 
+from bot import private
 from bot.errors import StoreError
 from bot.models import Escalation, Level, Session
 from bot.store import codec
@@ -28,12 +30,19 @@ log = logging.getLogger("unhooked.store")
 
 MIGRATIONS = load_migrations("sqlite")
 
+_BUSY_TIMEOUT = "PRAGMA busy_timeout=5000"
 _PRAGMAS = (
     "PRAGMA journal_mode=WAL",
     "PRAGMA synchronous=NORMAL",
-    "PRAGMA busy_timeout=5000",
+    _BUSY_TIMEOUT,
     "PRAGMA foreign_keys=ON",
+    "PRAGMA secure_delete=ON",  # deleted rows (an answered update's words) are overwritten with zeros
 )
+SCRUB_DELAY = 1.0
+"""Seconds after a write that removed a person's words before the WAL is checkpointed and emptied: until then
+the WAL still holds the pages as they were (``secure_delete`` zeroes the database's pages, not the WAL's)."""
+_SCRUB_TIMEOUT = "PRAGMA busy_timeout=100"
+"""The scrub waits 0.1 s for another process using the database; it tries again after the next removal."""
 _ESCALATION_COLUMNS = (
     "id, at, level, category, rule, channel, user_key, resources, excerpt, alerted_at, acked_by, acked_at"
 )
@@ -132,6 +141,8 @@ class SqliteStore(Store):
         """One transaction at a time: concurrent callers share one connection, and SQLite refuses nested BEGINs."""
         self._in_flight: set[asyncio.Future[Any]] = set()
         """Writes under way, finished even when their callers stop waiting (``_shielded``)."""
+        self._scrubbing: asyncio.Task[None] | None = None
+        """The coming checkpoint that empties the WAL of removed words (``SCRUB_DELAY``)."""
 
     @property
     def db(self) -> aiosqlite.Connection:
@@ -174,7 +185,7 @@ class SqliteStore(Store):
                 )
             else:
                 if str(self.path) != ":memory:":
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    private.make_database(self.path)  # its -wal and -shm are created with the same mode
                 self._db = await aiosqlite.connect(self.path, isolation_level=None)
             try:
                 for pragma in _PRAGMAS:
@@ -218,9 +229,39 @@ class SqliteStore(Store):
         ):
             return [row[0] async for row in cursor]
 
+    def _scrub_soon(self) -> None:
+        """Empty the WAL of what a write just removed, ``SCRUB_DELAY`` seconds from now (one scrub for many writes)."""
+        if str(self.path) != ":memory:" and (self._scrubbing is None or self._scrubbing.done()):
+            self._scrubbing = asyncio.get_running_loop().create_task(self._scrub(SCRUB_DELAY), name="sqlite-scrub")
+
+    async def _scrub(self, delay: float = 0.0) -> None:
+        """Checkpoint the WAL into the database and truncate it, so removed words leave both files."""
+        await asyncio.sleep(delay)
+        try:
+            async with self._writing:
+                # Our own writes wait for the lock meanwhile; another process gets 0.1 s, not 5 s (and so would a
+                # read of ours, but in WAL mode reads do not wait for locks).
+                await self.db.execute(_SCRUB_TIMEOUT)
+                try:
+                    async with self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)") as cursor:
+                        blocked = (await cursor.fetchone() or (1,))[0]
+                finally:
+                    await self.db.execute(_BUSY_TIMEOUT)
+        except (sqlite3.Error, ValueError, OSError, StoreError) as error:
+            log.warning("could not empty the WAL of %s: %s", self.path, error)
+            return
+        if blocked:
+            log.info("another process kept the WAL of %s from being emptied; the next removal tries again", self.path)
+
     async def close(self) -> None:
         if self._in_flight:
             await asyncio.wait(set(self._in_flight))
+        scrub, self._scrubbing = self._scrubbing, None
+        if scrub is not None and not scrub.done():
+            scrub.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await scrub
+            await self._scrub()
         if self._db is not None:
             db, self._db = self._db, None
             await db.close()
@@ -248,7 +289,8 @@ class SqliteStore(Store):
             sessions = await self.db.execute("DELETE FROM sessions WHERE user_key = ?", (user_key,))
             escalations = await self.db.execute("DELETE FROM escalations WHERE user_key = ?", (user_key,))
             message_ids = await self.db.execute("DELETE FROM message_ids WHERE chat_key = ?", (user_key,))
-            return sessions.rowcount + escalations.rowcount + message_ids.rowcount
+        self._scrub_soon()
+        return sessions.rowcount + escalations.rowcount + message_ids.rowcount
 
     @_shielded
     async def add_counts(self, counts: Mapping[tuple[str, str], int]) -> None:
@@ -319,6 +361,7 @@ class SqliteStore(Store):
                 "DELETE FROM escalations WHERE at < ? AND (? = 0 OR acked_by IS NOT NULL)", (before, int(keep_unacked))
             )
             sessions = await self.db.execute("DELETE FROM sessions WHERE last_seen < ?", (before,))
+        self._scrub_soon()
         kept = len(past) - len(old)
         return Purged(len(old), sessions.rowcount, tuple(sorted({day_of(e.at) for e in old})), kept)
 
@@ -351,6 +394,7 @@ class SqliteStore(Store):
                 await self.db.executemany(_SAVE_SESSION, sessions)
             if remembered:
                 await self.db.executemany(_REMEMBER_MESSAGE, remembered)
+        self._scrub_soon()
 
     async def unanswered_updates(self) -> list[tuple[int, str]]:
         return [(update_id, raw) for update_id, raw in await self._rows("read unanswered updates", _UNANSWERED)]
@@ -426,13 +470,15 @@ class SqliteStore(Store):
         live = None if str(self.path) == ":memory:" else self.path
         target, partial = backup_target(target, overwrite, live)
         try:
-            async with self._guard("back up the database"), aiosqlite.connect(partial) as copy, self._writing:
-                # One step (pages=0): a single read transaction, so the copy is one consistent
-                # snapshot; in WAL mode other connections go on writing meanwhile. A copy in several
-                # steps would restart whenever another connection writes, and might never finish.
-                # This connection's own writes wait (the lock), so no half-done transaction is copied;
-                # `python -m bot backup` uses a connection of its own and pauses nothing.
-                await self.db.backup(copy, pages=0)
+            async with self._guard("back up the database"):
+                private.make_file(partial)  # owner-only from its first byte: it holds everything the database does
+                async with aiosqlite.connect(partial) as copy, self._writing:
+                    # One step (pages=0): a single read transaction, so the copy is one consistent
+                    # snapshot; in WAL mode other connections go on writing meanwhile. A copy in several
+                    # steps would restart whenever another connection writes, and might never finish.
+                    # This connection's own writes wait (the lock), so no half-done transaction is copied;
+                    # `python -m bot backup` uses a connection of its own and pauses nothing.
+                    await self.db.backup(copy, pages=0)
             return await seal(partial, target, overwrite)
         finally:
             partial.unlink(missing_ok=True)

@@ -25,6 +25,7 @@ from telegram import Bot, Update
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter, TelegramError
 
 from bot.adapters.telegram.health import ACCESS, TelegramMetrics
+from bot.adapters.telegram.kept import kept
 from bot.adapters.telegram.lanes import Lanes, lane_of
 from bot.adapters.telegram.outbound import backoff, seconds
 from bot.errors import StoreError
@@ -70,10 +71,11 @@ MARK_RETRY_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 class Journal:
     """Writes each update down before it can be lost, and drops its text once it is answered.
 
-    A journal row carries no person or chat key: once answered it is an update id and two times, which
-    say nothing about anyone. So ``/forget`` has nothing to delete here: that person's earlier updates are
-    already answered (a chat's updates are answered in order), and the ``/forget`` update's own text goes
-    the moment it is answered, like every other.
+    A journal row keeps only what answering needs (``kept``: no names, usernames, languages, files or places),
+    and once answered it is an update id and two times, which say nothing about anyone: kept 48 hours so a
+    redelivered update is never answered twice. So ``/forget`` has nothing to delete here: that person's
+    earlier updates are already answered (a chat's updates are answered in order), and the ``/forget``
+    update's own text goes the moment it is answered, like every other.
 
     The person's session is written with the update's answered mark, in the same transaction, so it is never
     on disk before the reply it assumes was sent: after a crash the update is answered again from the session
@@ -137,21 +139,18 @@ class Journal:
         """Whether an admitted update is in the journal (or was answered before)."""
         return update_id not in self._unstored
 
-    async def admit(self, updates: Sequence[Update], raw: Sequence[object] | None = None) -> list[Update]:
+    async def admit(self, updates: Sequence[Update]) -> list[Update]:
         """Journal a batch in one transaction; return the updates to answer (none answered or under way).
 
-        ``raw`` is each update's JSON as Telegram sent it, journalled as it is; without it the update is
-        turned back into JSON (PTB's ``to_dict``, a tenth of a millisecond each). Updates the journal did not
-        take in time are answered anyway (a crisis reply must not wait for a locked database) and kept
-        ``unstored``: polling does not confirm them, so Telegram sends them again, and each later batch
-        writes them again with its own until the journal takes them.
+        Each update is journalled as ``kept`` keeps it. Updates the journal did not take in time are answered
+        anyway (a crisis reply must not wait for a locked database) and kept ``unstored``: polling does not
+        confirm them, so Telegram sends them again, and each later batch writes them again with its own until
+        the journal takes them.
         """
-        sent = raw if raw is not None else [None] * len(updates)
-        new = [(update, data) for update, data in zip(updates, sent, strict=True) if not self._seen(update.update_id)]
+        new = [update for update in updates if not self._seen(update.update_id)]
         waiting = dict(self._unstored)
-        for update, data in new:
-            text = json.dumps(update.to_dict() if data is None else data, ensure_ascii=False)
-            waiting[update.update_id] = (text, lane_of(update))
+        for update in new:
+            waiting[update.update_id] = (json.dumps(kept(update), ensure_ascii=False), lane_of(update))
         if not waiting:
             return []
         rows = [(update_id, text) for update_id, (text, _) in waiting.items()]
@@ -168,7 +167,7 @@ class Journal:
             )
             self._unstored = waiting
             self.unguarded.update(lanes)
-            return [update for update, _ in new]
+            return new
         self.faults.clear(STORE, "update journal")
         if self._unstored:
             log.warning("journalled %d updates that had waited for the database", len(self._unstored))
@@ -176,7 +175,7 @@ class Journal:
             for mark in self._held_marks.values():  # answered while unstored: crossed off now they are stored
                 self._queue_mark(*mark)
             self._held_marks.clear()
-        return [update for update, _ in new if update.update_id in fresh]
+        return [update for update in new if update.update_id in fresh]
 
     def _failed(self, operation: str, source: str, error: BaseException, waited: float = STORE_TIMEOUT) -> None:
         self.metrics.store_errors.inc(operation)
@@ -328,9 +327,9 @@ class Intake:
         self.lanes = lanes
         self.metrics = metrics
 
-    async def receive(self, updates: Sequence[Update], raw: Sequence[object] | None = None) -> None:
-        """Journal the batch durably (``raw``: the updates' JSON as sent), then queue those still to answer."""
-        admitted = await self.journal.admit(updates, raw)
+    async def receive(self, updates: Sequence[Update]) -> None:
+        """Journal the batch durably, then queue those still to answer."""
+        admitted = await self.journal.admit(updates)
         for update in admitted:
             self.lanes.submit(update)
         if self.metrics is not None:
@@ -386,7 +385,7 @@ async def poll(
         try:
             if await until_stopped(stop, fetch):
                 break  # not confirmed, so Telegram sends these again next time
-            updates, raw, offset_after = fetch.result()
+            updates, offset_after = fetch.result()
         except RetryAfter as error:
             _polling_failed(metrics, error)
             delay = seconds(error.retry_after)
@@ -411,7 +410,7 @@ async def poll(
                     metrics.faults.clear(ACCESS, ANOTHER_INSTANCE)
                     last_conflict = None
             if updates or intake.journal.first_unstored is not None:
-                await intake.receive(updates, raw)
+                await intake.receive(updates)
             offset = offset_after or offset
             unstored = intake.journal.first_unstored
             if unstored is None:
@@ -425,14 +424,11 @@ async def poll(
         await _confirm(bot, offset)
 
 
-async def _fetch(
-    bot: Bot, offset: int | None, timeout: float, read_timeout: float
-) -> tuple[list[Update], list[object], int | None]:
-    """One getUpdates: the updates, each one's JSON as Telegram sent it, and the offset that confirms them.
+async def _fetch(bot: Bot, offset: int | None, timeout: float, read_timeout: float) -> tuple[list[Update], int | None]:
+    """One getUpdates: the updates, and the offset that confirms them.
 
-    Through ``do_api_request`` so the JSON is kept as it came and journalled as it is (``Bot.get_updates``
-    only returns the parsed updates, which cost a ``to_dict`` each to write down). An update that cannot be
-    read is logged by its id and skipped (``get_updates`` would fail the whole batch, every time).
+    Through ``do_api_request`` so that an update that cannot be read is logged by its id and skipped
+    (``get_updates`` would fail the whole batch, every time).
     """
     try:
         found = await bot.do_api_request(
@@ -442,17 +438,15 @@ async def _fetch(
         )
     except EndPointNotFound as error:  # how do_api_request reports a refused token once the bot is initialised
         raise InvalidToken(str(error)) from error
-    updates, raw = [], []
+    updates = []
     for data in found if isinstance(found, list) else []:
         try:
             updates.append(Update.de_json(data, bot))
         except Exception as error:  # a malformed update must not stop polling
             update_id = data.get("update_id") if isinstance(data, dict) else None
             log.error("update %s from Telegram cannot be read (%s); skipped", update_id, type(error).__name__)
-            continue
-        raw.append(data)
     last = found[-1].get("update_id") if found and isinstance(found[-1], dict) else None
-    return updates, raw, last + 1 if isinstance(last, int) else None
+    return updates, last + 1 if isinstance(last, int) else None
 
 
 def _another_instance(metrics: TelegramMetrics | None, pause: float) -> None:

@@ -60,25 +60,24 @@ class WebhookHandler(tornado.web.RequestHandler):
 
     async def post(self) -> None:
         """Handle one update from Telegram."""
-        found = self._update()
-        if found is None:
+        update = self._update()
+        if update is None:
             await self._refuse(HTTPStatus.BAD_REQUEST, "the body is not a Telegram update")
             return
-        update, data = found
-        await self.intake.receive([update], [data])
+        await self.intake.receive([update])
         if not self.intake.journal.stored(update.update_id):  # answered, but Telegram must send it again
             await self._refuse(HTTPStatus.SERVICE_UNAVAILABLE, "the journal is busy; send this update again")
             return
         self.set_status(HTTPStatus.OK)
         await self.finish()
 
-    def _update(self) -> tuple[Update, dict[str, Any]] | None:
-        """The body as an Update and its JSON, or ``None`` (logged without the body: it may hold a person's words)."""
+    def _update(self) -> Update | None:
+        """The body as an Update, or ``None`` (logged without the body: it may hold a person's words)."""
         try:
             data = json.loads(b"".join(self._chunks))
             if not isinstance(data, dict) or not isinstance(data.get("update_id"), int):
                 raise ValueError("no update_id")
-            return Update.de_json(data, self.bot), data
+            return Update.de_json(data, self.bot)
         except Exception as error:  # anything PTB's parser makes of a malformed update is a bad request
             log.warning("refused a webhook request that is not an update (%s)", type(error).__name__)
             return None
