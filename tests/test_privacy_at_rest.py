@@ -95,7 +95,7 @@ async def test_the_journal_keeps_no_names_and_the_words_go_once_answered(
     data = tmp_path / "data"
     assert mode(data) == 0o700
     assert {path.name: mode(path) for path in data.iterdir()} == dict.fromkeys(
-        ("bot.sqlite3", "bot.sqlite3-wal", "bot.sqlite3-shm", "secret.key"), 0o600
+        ("bot.sqlite3", "bot.sqlite3-wal", "bot.sqlite3-shm", "bot.sqlite3.created", "secret.key"), 0o600
     )
     rows = journalled(tmp_path)
     worded = [row["message"].get("text") or row["message"].get("caption", "") for row in rows]
@@ -116,7 +116,9 @@ async def test_the_journal_keeps_no_names_and_the_words_go_once_answered(
     assert await ended(second) == 0, (tmp_path / "second.log").read_text()[-3000:]
     assert WORDS not in on_disk(tmp_path)
     assert journal(tmp_path) == (len(EVERYONE), 0)
-    assert {path.name: mode(path) for path in data.iterdir()} == {"bot.sqlite3": 0o600, "secret.key": 0o600}
+    assert {path.name: mode(path) for path in data.iterdir()} == dict.fromkeys(
+        ("bot.sqlite3", "bot.sqlite3.created", "secret.key"), 0o600
+    )
 
 
 def test_what_the_journal_keeps_still_reads_as_the_update_it_came_from() -> None:
