@@ -38,10 +38,15 @@ pytestmark = pytest.mark.slow
 MESSAGES, PEOPLE = 5000, 500
 FIRST = 700_000
 SECRET = b"s" * 32  # the bot processes' UNHOOKED_SECRET
-FAST = {"UNHOOKED_SENDS_PER_SECOND": "100000", "UNHOOKED_LOG_LEVEL": "WARNING", "UNHOOKED_CRISIS_MODEL": "off"}
-"""Sending unpaced, and the lexicon screening alone: these tests are about delivery, and 5,000 passes of the
-learned model (and of the reference engine's) would only make them slower. Its speed is measured in ``bench/``;
-the other bot-process tests run with it."""
+FAST = {
+    "UNHOOKED_SENDS_PER_SECOND": "100000",
+    "UNHOOKED_LOG_LEVEL": "WARNING",
+    "UNHOOKED_CRISIS_MODEL": "off",
+    "UNHOOKED_MEANING_MODEL": "off",
+}
+"""Sending unpaced, the lexicon screening alone and rapidfuzz matching alone, in the bot as in the reference
+engine: these tests are about delivery, and 5,000 passes of the learned model (in each) would only make them
+slower. Its speed is measured in ``bench/``; the other bot-process tests run with it."""
 
 
 @dataclass
