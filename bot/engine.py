@@ -241,10 +241,14 @@ class Engine:
             self._finish(session, now)
             finished = session
             self.sessions.count(f"escalations.{detection.level.value}", now)
-            await self.escalator.record(escalation)
         except Exception:
             self.metrics.handler_errors.inc("crisis_bookkeeping")
             log.exception("bookkeeping for escalation %s failed; the crisis reply goes out anyway", escalation.id)
+        try:  # apart from the session's bookkeeping: a bug there must not cost the record
+            await self.escalator.record(escalation)
+        except Exception:
+            self.metrics.handler_errors.inc("crisis_bookkeeping")
+            log.exception("recording escalation %s failed; the crisis reply goes out anyway", escalation.id)
         return Outcome((reply,), None, detection, escalation, finished)
 
     def _excerpt(self, text: str) -> str | None:

@@ -129,7 +129,7 @@ class Escalator:
         if self.writes_to_store:
             try:
                 await self._write(escalation)
-            except (StoreError, TimeoutError) as error:
+            except Exception as error:  # a bug in the store too: the record goes to the spool all the same
                 reason = describe(error, RECORD_TIMEOUT)
                 self.metrics.store_errors.inc("escalation_record")
                 self.faults.fail(STORE, "escalation records", reason)
@@ -177,7 +177,7 @@ class Escalator:
         """Try again to store the escalations kept in memory: the database, else the spool."""
         for escalation in list(self._unstored.values()):
             if self.writes_to_store:
-                with contextlib.suppress(StoreError, TimeoutError):
+                with contextlib.suppress(Exception):
                     await self._write(escalation)
                     del self._unstored[escalation.id]
                     log.warning("escalation %s, kept in memory, is in the database now", escalation.id)

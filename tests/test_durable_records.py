@@ -16,6 +16,8 @@ import pytest
 from bot.adapters.telegram.render import alert
 from bot.backups import start_afresh
 from bot.config import Settings
+from bot.content import Catalog
+from bot.engine import Engine
 from bot.errors import CORRUPT, MISSING, REPLACED, ConfigError, DatabaseFault, StoreError
 from bot.escalation import Escalator
 from bot.health import STORE, Faults
@@ -41,9 +43,24 @@ def ids(escalations: list[Escalation]) -> list[str]:
     return [escalation.id for escalation in escalations]
 
 
-async def test_sqlite_commits_are_forced_to_disk(tmp_path: Path) -> None:
-    async with SqliteStore(tmp_path / "db.sqlite3") as store, store.db.execute("PRAGMA synchronous") as cursor:
-        assert (await cursor.fetchone())[0] == 2  # FULL: the WAL is fsynced at each commit, not only at checkpoints
+async def test_an_escalation_is_committed_to_disk_and_other_writes_are_not_slowed_down(tmp_path: Path) -> None:
+    async with SqliteStore(tmp_path / "db.sqlite3") as store:
+        said: list[str] = []
+        await store.db.set_trace_callback(said.append)
+        await store.record_escalations([record("e1")])
+        await store.save_sessions([Session("k", 1.0, 2.0)])
+        await store.db.set_trace_callback(None)
+        async with store.db.execute("PRAGMA synchronous") as cursor:
+            assert (await cursor.fetchone())[0] == 1  # NORMAL between forced commits
+    [first, begin, insert, commit, after, *sessions] = said
+    assert (first, begin, commit, after) == (
+        "PRAGMA synchronous=FULL",  # the WAL, with every commit before this one, is fsynced at this commit
+        "BEGIN IMMEDIATE",
+        "COMMIT",
+        "PRAGMA synchronous=NORMAL",
+    )
+    assert insert.startswith("INSERT OR IGNORE INTO escalations")
+    assert not any("synchronous" in statement for statement in sessions)
 
 
 def test_an_escalation_goes_to_the_first_place_that_takes_it(tmp_path: Path) -> None:
@@ -125,6 +142,25 @@ async def test_an_escalation_no_place_takes_is_kept_in_memory_and_stored_later(t
     [spooled] = Spools([blocked / SPOOL_NAME]).read()
     assert spooled.id == "e1" and spooled.alerted_at is not None  # stored with its alert mark: not alerted again
     await escalator.aclose()
+
+
+class BuggyLog(SqliteStore):
+    """A database whose escalation write has a bug: it raises something that is not a ``StoreError``."""
+
+    async def record_escalations(self, escalations: list[Escalation]) -> None:
+        raise RuntimeError("bug")
+
+
+async def test_a_bug_in_the_escalation_write_still_leaves_the_record_in_the_spool(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    spools = Spools([tmp_path / SPOOL_NAME])
+    async with BuggyLog(tmp_path / "db.sqlite3") as store:
+        engine = Engine(store, b"k" * 32, catalog, escalator=Escalator(store, spools))
+        outcome = await engine.handle(Incoming("9", "i want to kill myself", "test"))
+        await engine.aclose()
+    assert "988" in outcome.replies[0].text
+    assert ids(spools.read()) == [outcome.escalation.id]
 
 
 async def test_a_database_file_deleted_under_the_bot_is_noticed_and_gets_no_escalation(tmp_path: Path) -> None:

@@ -166,7 +166,7 @@ class FullDisk(SimpleNamespace):
 
 
 @asynccontextmanager
-async def full_transaction(self: SqliteStore) -> AsyncIterator[None]:
+async def full_transaction(self: SqliteStore, *, forced: bool = False) -> AsyncIterator[None]:
     """Every write transaction fails as SQLite fails on a full disk (SQLITE_FULL); reads go on."""
     raise sqlite3.OperationalError("database or disk is full")
     yield

@@ -1,7 +1,11 @@
 """The embedded backend: every interface in one SQLite file in WAL mode, through aiosqlite.
 
-Every commit is on disk when it returns (``synchronous=FULL``: the WAL is fsynced at each commit; writes are
-grouped, so that is one fsync per batch of sessions or marks, and one per escalation). The file is watched
+The escalation log's commits (records, alert marks, acknowledgements, reminders) are on disk when they return
+(``forced``: ``synchronous=FULL`` around them, so the WAL, and with it every commit before, is fsynced), and so
+are the migrations. Other commits (sessions, counts, the journal's batches) are ``synchronous=NORMAL``: they
+survive the process being killed, and a power cut or a filesystem error may take the last of them back (WAL
+mode never corrupts); forcing each of them cost the 5,000-message test a database too slow to answer in time
+on a busy disk. The file is watched
 (``sqlite_file``): once it is deleted, replaced or found corrupt, escalation-log writes are refused, so the
 escalator spools them instead of writing into a file that is gone.
 """
@@ -38,20 +42,9 @@ log = logging.getLogger("unhooked.store")
 
 MIGRATIONS = load_migrations("sqlite")
 
-BUSY_TIMEOUT_MS = 5000
-_PRAGMAS = (
-    "PRAGMA journal_mode=WAL",
-    "PRAGMA synchronous=FULL",
-    f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
-    "PRAGMA foreign_keys=ON",
-    "PRAGMA secure_delete=ON",  # deleted rows (an answered update's words) are overwritten with zeros
-)
 SCRUB_DELAY = 1.0
 """Seconds after a write that removed a person's words before the WAL is checkpointed and emptied: until then
 the WAL still holds the pages as they were (``secure_delete`` zeroes the database's pages, not the WAL's)."""
-SCRUB_WAIT_MS = 100
-"""Milliseconds the scrub waits for another process using the database; it tries again after the next removal."""
-_WAIT_BRIEFLY, _WAIT_AS_USUAL = f"PRAGMA busy_timeout={SCRUB_WAIT_MS}", f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}"
 _Result = TypeVar("_Result")
 
 
@@ -141,18 +134,25 @@ class SqliteStore(Store):
             raise StoreError(f"did not {doing}: {self.fault}")
 
     @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[None]:
+    async def _transaction(self, *, forced: bool = False) -> AsyncIterator[None]:
+        """One write transaction; ``forced`` commits it to disk (an fsync of the WAL) before it returns."""
         async with self._writing:
             if self.db.in_transaction:  # never expected (writes are shielded); a stuck transaction would block all
                 await self.db.execute("ROLLBACK")
-            await self.db.execute("BEGIN IMMEDIATE")
+            if forced:
+                await self.db.execute("PRAGMA synchronous=FULL")  # outside a transaction, as SQLite needs
             try:
-                yield
-                await self.db.execute("COMMIT")
-            except BaseException:
-                if self.db.in_transaction:  # a failed COMMIT (busy) leaves the transaction open
-                    await self.db.execute("ROLLBACK")
-                raise
+                await self.db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield
+                    await self.db.execute("COMMIT")
+                except BaseException:
+                    if self.db.in_transaction:  # a failed COMMIT (busy) leaves the transaction open
+                        await self.db.execute("ROLLBACK")
+                    raise
+            finally:
+                if forced:
+                    await self.db.execute("PRAGMA synchronous=NORMAL")
             if self.file is not None and self.fault is None:
                 self.fault = self.file.changed()  # did that commit reach the file at our path? (a stat)
 
@@ -173,7 +173,7 @@ class SqliteStore(Store):
                     private.make_database(self.path)  # its -wal and -shm are created with the same mode
                 self._db = await aiosqlite.connect(self.path, isolation_level=None)
             try:
-                for pragma in _PRAGMAS:
+                for pragma in sql.PRAGMAS:
                     await self._db.execute(pragma)
                 if self._migrate_on_open:
                     await self._quick_check()
@@ -201,7 +201,7 @@ class SqliteStore(Store):
         )
         for migration in pending(self._migrations, set(await self.applied_migrations()), self.where):
             self.migrated += (migration.name,)
-            async with self._transaction():
+            async with self._transaction(forced=True):
                 for statement in migration.statements():
                     await self.db.execute(statement)
                 await self.db.execute(
@@ -236,12 +236,12 @@ class SqliteStore(Store):
             async with self._writing:
                 # Our own writes wait for the lock meanwhile; another process gets ``SCRUB_WAIT_MS``, not 5 s (and
                 # so would a read of ours, but in WAL mode reads do not wait for locks).
-                await self.db.execute(_WAIT_BRIEFLY)
+                await self.db.execute(sql.WAIT_BRIEFLY)
                 try:
                     async with self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)") as cursor:
                         blocked = (await cursor.fetchone() or (1,))[0]
                 finally:
-                    await self.db.execute(_WAIT_AS_USUAL)
+                    await self.db.execute(sql.WAIT_AS_USUAL)
         except (sqlite3.Error, ValueError, OSError, StoreError) as error:
             log.warning("could not empty the WAL of %s: %s", self.path, error)
             return
@@ -304,7 +304,7 @@ class SqliteStore(Store):
     @_shielded
     async def record_escalations(self, escalations: list[Escalation]) -> None:
         self._refuse_if_lost("record escalations")
-        async with self._guard("record escalations"), self._transaction():
+        async with self._guard("record escalations"), self._transaction(forced=True):
             await self.db.executemany(sql.INSERT_ESCALATION, [codec.to_row(e) for e in escalations])
         self._refuse_if_lost("record escalations")  # the commit went to a file deleted meanwhile
 
@@ -325,7 +325,7 @@ class SqliteStore(Store):
     @_shielded
     async def acknowledge(self, escalation_id: str, by: str, at: float) -> Escalation | None:
         self._refuse_if_lost("record an acknowledgement")
-        async with self._guard("acknowledge an escalation"), self._transaction():
+        async with self._guard("acknowledge an escalation"), self._transaction(forced=True):
             await self.db.execute(
                 "UPDATE escalations SET acked_by = ?, acked_at = ? WHERE id = ? AND acked_by IS NULL",
                 (by, at, escalation_id),
@@ -336,7 +336,7 @@ class SqliteStore(Store):
     @_shielded
     async def mark_alerted(self, escalation_id: str, at: float) -> bool:
         self._refuse_if_lost("mark an alert as sent")
-        async with self._guard("mark an alert as sent"), self._transaction():
+        async with self._guard("mark an alert as sent"), self._transaction(forced=True):
             cursor = await self.db.execute("UPDATE escalations SET alerted_at = ? WHERE id = ?", (at, escalation_id))
         self._refuse_if_lost("mark an alert as sent")
         return cursor.rowcount == 1
@@ -441,7 +441,7 @@ class SqliteStore(Store):
     @_shielded
     async def record_reminder(self, escalation_id: str, number: int, at: float) -> bool:
         self._refuse_if_lost("record a reminder")
-        async with self._guard("record a reminder"), self._transaction():
+        async with self._guard("record a reminder"), self._transaction(forced=True):
             cursor = await self.db.execute(
                 "INSERT OR IGNORE INTO escalation_reminders (escalation_id, number, at)"
                 " SELECT id, ?, ? FROM escalations WHERE id = ?",

@@ -1,5 +1,16 @@
 """The SQLite backend's statements, each a constant (``bot.store.sqlite`` runs them)."""
 
+BUSY_TIMEOUT_MS = 5000
+PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",  # FULL around the escalation log's writes (``SqliteStore._transaction``)
+    f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
+    "PRAGMA foreign_keys=ON",
+    "PRAGMA secure_delete=ON",  # deleted rows (an answered update's words) are overwritten with zeros
+)
+SCRUB_WAIT_MS = 100
+"""Milliseconds the WAL scrub waits for another process using the database; it tries again after the next removal."""
+WAIT_BRIEFLY, WAIT_AS_USUAL = f"PRAGMA busy_timeout={SCRUB_WAIT_MS}", f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}"
 ESCALATION_COLUMNS = (
     "id, at, level, category, rule, channel, user_key, resources, excerpt, alerted_at, acked_by, acked_at"
 )
