@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: chat test run check lint format train vectors clean
+.PHONY: chat test run check lint format train rebuild vectors clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Unhooked needs Python 3.11 or newer; set PYTHON=python3.11 (or newer) and try again")'
@@ -41,6 +41,11 @@ test: lint  ## lint, then the whole test suite
 train: $(VENV)/.runtime  ## retrain the learned crisis screen (PyTorch's CPU build; about ten minutes)
 	$(BIN)/python -m pip install --quiet -e '.[train]' --extra-index-url https://download.pytorch.org/whl/cpu
 	$(BIN)/python -m bot safety train
+
+rebuild: $(VENV)/.runtime  ## remake the model file from its shipped weights (no retraining), then its vectors
+	$(BIN)/python -m pip install --quiet -e '.[train]' --extra-index-url https://download.pytorch.org/whl/cpu
+	$(BIN)/python -m bot safety rebuild
+	$(BIN)/python -m bot safety vectors
 
 vectors: $(VENV)/.runtime  ## after editing intents' examples: keep their vectors beside the model, so starts embed none
 	$(BIN)/python -m bot safety vectors

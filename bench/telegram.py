@@ -9,7 +9,8 @@ real HTTP on 127.0.0.1) in this process, one after the other and alternating, wi
 - **paced**: messages at a steady rate well below either bot's capacity, for latency without a queue;
 - **memory**: the process's peak resident set (``VmHWM`` in ``/proc/PID/status``), read before it stops;
 - **delivery**: every person's replies are compared with what they should be, in order: lost, duplicated and
-  reordered replies are counted (for the echo bot, the texts sent; for Unhooked, an engine's transcript).
+  reordered replies are counted (for the echo bot, the texts sent; for Unhooked, the transcript of an engine
+  set up as the bot is, meaning-based matching included: the bot has the shipped examples' vectors at once).
 
 Unhooked keeps its data in a fresh SQLite file, or with ``db`` in a fresh schema of that PostgreSQL server
 (dropped after the run). ``webhook`` runs it in webhook mode: ``replicas`` processes on the one database behind a
@@ -217,7 +218,9 @@ def person(user: str) -> int:
 async def plan_for(catalog: Catalog, messages: int, users: int, paced: int, echo: bool) -> Plan:
     """The messages in order, and what each person should get back from the echo bot or from Unhooked."""
     from bot.adapters.telegram.render import render  # python-telegram-bot, like the bots themselves
+    from bot.config import Settings
     from bot.engine import Engine
+    from bot.meaning import vectors_for
     from bot.models import Incoming
     from bot.store.memory import MemoryStore
     from tests.fake_bot_api import parse_html
@@ -231,7 +234,8 @@ async def plan_for(catalog: Catalog, messages: int, users: int, paced: int, echo
             expected[who].append(text)
             counts[who].append(1)
     else:
-        reference = Engine(MemoryStore(), SECRET.encode(), catalog)
+        vectors = vectors_for(Settings.from_env().meaning_folder)  # the bot matches by meaning too, unless off
+        reference = Engine(MemoryStore(), SECRET.encode(), catalog, vectors=vectors)
         for who, text in mix:
             outcome = await reference.handle(Incoming(str(who), text, "telegram"))
             texts = [parse_html(message.html) for reply in outcome.replies for message in render(reply)]

@@ -28,7 +28,7 @@ THRESHOLDS = (60.0, 65.0, 68.0, 70.0, 72.0, 75.0, 80.0, 85.0)
 """Thresholds the sweep tries, besides the one in use."""
 MARGINS = (0.0, 2.0, 4.0, 6.0, 8.0)
 """Margins the sweep tries, besides the one in use."""
-MEANING = ((0.2, 1.0), (0.3, 0.9), (0.3, 1.0), (0.4, 0.9), (0.4, 1.0), (0.5, 0.9), (0.5, 1.0))
+MEANING = ((0.2, 0.7), (0.25, 0.7), (0.3, 0.65), (0.3, 0.7), (0.3, 0.75), (0.35, 0.7), (0.4, 0.7), (0.3, 1.0))
 """With meaning-based matching on, the (share, similarity counted 100) pairs the sweep tries too."""
 NO_MATCH = "(no match)"
 

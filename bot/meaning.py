@@ -1,10 +1,11 @@
 """Meaning-based matching: sentence embeddings of the intents' examples, and the nearest example to a message.
 
-The encoder is the learned crisis screen's (``bot.model.runtime.CrisisModel``): one model in memory
-serves both. Examples are embedded when content loads; their vectors are kept by a hash of their
-text, so a reload embeds only the examples that changed, and with a cache file a restart embeds
-none. A message is compared with every example by cosine similarity; each intent keeps its nearest
-example. On a large catalogue each intent's mean vector picks the intents worth comparing first.
+The encoder is the learned crisis screen's model (``bot.model.runtime.CrisisModel``), whose topic
+branch is stock all-MiniLM-L6-v2 over the crisis head's shared bottom: one model in memory and one pass
+serve both. Examples are embedded when content loads; their vectors are kept by a hash of their text,
+so a reload embeds only the examples that changed, and with a cache file a restart embeds none. A
+message is compared with every example by cosine similarity; each intent keeps its nearest example.
+On a large catalogue each intent's mean vector picks the intents worth comparing first.
 """
 
 from __future__ import annotations
@@ -45,10 +46,10 @@ class MeaningSettings:
 
     weight: float = 0.3
     """An intent's score is this share of its meaning score, the rest its fuzzy score."""
-    floor: float = 0.2
+    floor: float = 0.0
     """The cosine similarity to the nearest example that counts as a meaning score of 0."""
-    full: float = 1.0
-    """The cosine similarity that counts as a meaning score of 100."""
+    full: float = 0.7
+    """The cosine similarity that counts as a meaning score of 100 (a close paraphrase, for stock MiniLM)."""
     fuzzy_floor: float = 40.0
     """The fuzzy score of an intent the fuzzy scorers did not find at all."""
 

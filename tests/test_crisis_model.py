@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -15,7 +16,7 @@ from bot.crisis import MODEL, OFF, CrisisScreen
 from bot.errors import ConfigError
 from bot.health import Faults
 from bot.model import corpus
-from bot.model.runtime import CARD, FILES, CrisisModel, model_text
+from bot.model.runtime import CARD, FILES, CrisisModel, ModelError, model_text
 from bot.model.runtime import MODEL as MODEL_FILE
 from bot.models import Level, Track
 from bot.service import running_service
@@ -65,6 +66,23 @@ def test_quantisation_was_checked_against_full_precision_and_changed_few_decisio
     check = CARD_DATA["quantisation_check"]
     assert check["items"] == CARD_DATA["corpus_items"]
     assert check["decisions_changed"] <= 0.005 * check["items"] and check["largest_score_change"] < 0.03
+
+
+def test_the_topic_embedding_is_stored_close_to_full_precision_and_a_rebuild_changed_no_crisis_score() -> None:
+    topic = CARD_DATA["topic"]
+    assert topic["output"] == "topic" and topic["quantisation_check"]["lowest_cosine_to_full_precision"] > 0.99
+    rebuilt = CARD_DATA.get("rebuilt", {"decisions_changed": 0, "largest_probability_change": 0.0})
+    assert rebuilt["decisions_changed"] == 0 and rebuilt["largest_probability_change"] <= 1e-4
+
+
+def test_a_model_from_before_the_topic_embedding_is_refused_with_a_sentence(tmp_path: Path) -> None:
+    folder = _copy_model(tmp_path)
+    blob = (folder / MODEL_FILE).read_bytes().replace(b"topic", b"topix")  # same length: still a valid graph
+    (folder / MODEL_FILE).write_bytes(blob)
+    card = {**CARD_DATA, "model_sha256": hashlib.sha256(blob).hexdigest()}
+    (folder / CARD).write_text(json.dumps(card), encoding="utf-8")
+    with pytest.raises(ModelError, match=r"has no topic output .*`python -m bot safety rebuild`"):
+        CrisisModel(folder)
 
 
 def test_the_model_reads_folded_text() -> None:

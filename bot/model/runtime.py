@@ -31,8 +31,10 @@ IMMINENT_CATEGORIES = frozenset({"attempt"})
 CONCERN_CATEGORIES = frozenset({"hopelessness"})
 """Categories that stay a gentle check-in however confident the model is (risk factors, not ideation)."""
 
+OUTPUTS = ("probs", "topic")
+"""The graph's outputs: the crisis head's label probabilities, and the topic embedding (``bot.model.export``)."""
 RECENT = 32
-"""``probabilities`` keeps this many recent texts' embeddings for ``embed``: one pass serves screen and matcher."""
+"""``probabilities`` keeps this many recent texts' topic embeddings for ``embed``: one pass serves both."""
 
 _REPEATS = re.compile(r"(.)\1{2,}")
 
@@ -95,11 +97,33 @@ class Assessment:
     """The share of that window's crisis probability on the partner-danger track."""
 
 
+def open_session(blob: bytes) -> object:
+    """An ONNX Runtime session on one thread (ONNX Runtime folds the stored casts back to float32 here)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    return onnxruntime.InferenceSession(blob, options, providers=["CPUExecutionProvider"])
+
+
+def inputs(windows: list[list[int]]) -> dict[str, np.ndarray]:
+    """The graph's inputs for windows of token ids: padded to the longest, with the attention mask."""
+    longest = max(len(window) for window in windows)
+    ids = np.zeros((len(windows), longest), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for row, window in enumerate(windows):
+        ids[row, : len(window)] = window
+        mask[row, : len(window)] = 1
+    return {"input_ids": ids, "attention_mask": mask}
+
+
 class CrisisModel:
-    """The encoder and its crisis head, loaded once per process; ``detect`` adds to the lexicon, never lowers it."""
+    """One graph, two heads over a shared bottom: crisis probabilities, and the topic embedding for matching.
+
+    ``detect`` adds to the lexicon, never lowers it; ``embed`` gives the topic embedding.
+    """
 
     def __init__(self, folder: Path = FILES) -> None:
-        import onnxruntime
         from tokenizers import Tokenizer
 
         self.folder = folder
@@ -110,19 +134,23 @@ class CrisisModel:
             raise ModelError(f"{folder / MODEL} cannot be read: {error}") from None
         if hashlib.sha256(blob).hexdigest() != self.card.model_sha256:
             raise ModelError(f"{folder / MODEL} is not the model its card describes (the checksum differs)")
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = options.inter_op_num_threads = 1
         try:
-            self._session = onnxruntime.InferenceSession(blob, options, providers=["CPUExecutionProvider"])
+            self._session = open_session(blob)
             self._tokenizer = Tokenizer.from_file(str(folder / TOKENIZER))
         except Exception as error:
             raise ModelError(f"the model in {folder} cannot be loaded: {error}") from None
+        missing = set(OUTPUTS) - {output.name for output in self._session.get_outputs()}  # type: ignore[attr-defined]
+        if missing:
+            raise ModelError(
+                f"{folder / MODEL} has no {', '.join(sorted(missing))} output (a model from before the topic "
+                "embedding); remake it with `python -m bot safety rebuild`"
+            )
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
         self._cls, self._sep = self._tokenizer.token_to_id("[CLS]"), self._tokenizer.token_to_id("[SEP]")
         self._tracks = np.array([TRACKS.get(label) is Track.OTHERS for label in LABELS])
         self._recent: OrderedDict[int, np.ndarray] = OrderedDict()
-        """A text's hash (never the text) -> its first window's embedding, from a recent ``probabilities``."""
+        """A text's hash (never the text) -> its first window's topic embedding, from a recent ``probabilities``."""
 
     def _windows(self, text: str) -> list[list[int]]:
         ids = self._tokenizer.encode(model_text(text), add_special_tokens=False).ids
@@ -132,14 +160,8 @@ class CrisisModel:
         return [[self._cls, *ids[start : start + WINDOW], self._sep] for start in starts]
 
     def _run(self, windows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-        longest = max(len(window) for window in windows)
-        ids = np.zeros((len(windows), longest), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, window in enumerate(windows):
-            ids[row, : len(window)] = window
-            mask[row, : len(window)] = 1
-        probs, embeddings = self._session.run(None, {"input_ids": ids, "attention_mask": mask})
-        return probs, embeddings
+        probs, topics = self._session.run(list(OUTPUTS), inputs(windows))  # type: ignore[attr-defined]
+        return probs, topics
 
     def probabilities(self, texts: list[str]) -> np.ndarray:
         """Each text's label probabilities, from its highest-scoring window (rows in ``LABELS`` order)."""
@@ -160,9 +182,9 @@ class CrisisModel:
             self._recent.popitem(last=False)
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Unit-length sentence embeddings (mean-pooled, one row per text; a long text by its first window).
+        """Unit-length topic embeddings (the base model's, mean-pooled; a long text by its first window).
 
-        A text the crisis head just read is not run again: its embedding came out of the same pass.
+        A text the crisis head just read is not run again: its topic embedding came out of the same pass.
         """
         found = {key: self._recent[key] for key in map(hash, texts) if key in self._recent}
         missing = [text for text in dict.fromkeys(texts) if hash(text) not in found]

