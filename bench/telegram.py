@@ -82,12 +82,18 @@ class TimedApi(FakeBotApi):
         super().__init__()
         self.arrivals: dict[int, list[float]] = defaultdict(list)
         self.replies = 0
+        """Messages sent to people (the operators' chat aside)."""
 
     async def _api_sendMessage(self, params: dict[str, Any]) -> dict[str, Any]:
         result = await super()._api_sendMessage(params)
         self.arrivals[params["chat_id"]].append(time.perf_counter())
-        self.replies += 1
+        self.replies += params["chat_id"] != OPERATORS
         return result
+
+    def alerted(self) -> int:
+        """How many escalations the operators' chat has had an alert for (one alert may name several)."""
+        buttons = (button for message in self.sent(OPERATORS) for row in message.buttons for button in row)
+        return len({data for button in buttons if (data := button.get("callback_data", "")).startswith("ack:")})
 
     async def until(
         self, check: Callable[[], bool], timeout: float, processes: list[asyncio.subprocess.Process]
@@ -99,7 +105,7 @@ class TimedApi(FakeBotApi):
                 if process.returncode is not None:
                     raise RuntimeError(f"the bot process ended with status {process.returncode}")
             if time.perf_counter() > deadline:
-                raise TimeoutError(f"timed out after {timeout:.0f} s")
+                raise TimeoutError(f"timed out after {timeout:.0f} s ({self.replies} replies to people so far)")
             await asyncio.sleep(0.005)
 
 
@@ -113,12 +119,13 @@ class Plan:
     """Per person, the texts of the replies, in order."""
     replies_per_message: dict[int, list[int]]
     """Per person, how many replies each of their messages gets, in order."""
-    extra: int = 0
-    """Messages sent elsewhere (operators' alerts), counted in the total the run waits for."""
+    escalations: int = 0
+    """Escalations among the replies: the run also waits for the operators' chat to have an alert for each."""
 
     @property
     def total(self) -> int:
-        return sum(len(texts) for texts in self.expected.values()) + self.extra
+        """Replies to people, operators' alerts aside."""
+        return sum(len(texts) for texts in self.expected.values())
 
 
 @dataclass
@@ -228,7 +235,7 @@ async def plan_for(catalog: Catalog, messages: int, users: int, paced: int, echo
     mix = [(person(m.user), m.text) for m in message_mix(catalog, messages + paced, users)]
     expected: dict[int, list[str]] = defaultdict(list)
     counts: dict[int, list[int]] = defaultdict(list)
-    extra = 0
+    escalations = 0
     if echo:
         for who, text in mix:
             expected[who].append(text)
@@ -241,9 +248,9 @@ async def plan_for(catalog: Catalog, messages: int, users: int, paced: int, echo
             texts = [parse_html(message.html) for reply in outcome.replies for message in render(reply)]
             expected[who] += texts
             counts[who].append(len(texts))
-            extra += outcome.escalation is not None
+            escalations += outcome.escalation is not None
         await reference.aclose()
-    return Plan(mix[:messages], mix[messages:], dict(expected), dict(counts), extra)
+    return Plan(mix[:messages], mix[messages:], dict(expected), dict(counts), escalations)
 
 
 def delivery(api: TimedApi, expected: dict[int, list[str]]) -> dict[str, int]:
@@ -369,6 +376,7 @@ async def one_run(bot: str, plan: Plan, rate: float, concurrency: int, folder: P
                 queued[who].append(time.perf_counter())
                 await asyncio.sleep(1 / rate)
             await api.until(lambda: api.replies >= baseline + plan.total, 600, processes)
+            await api.until(lambda: api.alerted() >= plan.escalations, 60, processes)
             await asyncio.sleep(0.2)  # anything sent twice would arrive now
             peak = max(_status(process.pid, "VmHWM") for process in processes)
             shares = [round(_cpu_seconds(process.pid), 2) for process in processes]
@@ -377,6 +385,7 @@ async def one_run(bot: str, plan: Plan, rate: float, concurrency: int, folder: P
                 process.kill()
                 await process.wait()
             sys.stderr.write((folder / "replica0" / "bot.log").read_text(errors="replace")[-3000:])
+            sys.stderr.write(f"so far: {delivery(api, plan.expected)}; {api.alerted()} of {plan.escalations} alerted\n")
             raise
         await asyncio.gather(*(stop(process) for process in processes))
         burst = _window(api, plan, queued, {who: (0, count) for who, count in burst_counts.items()})
