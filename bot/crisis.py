@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,13 +30,26 @@ PATTERNS = "crisis_patterns"
 """The health check that fails once a rule's pattern has run out of its time bound, until the rules change."""
 OFF = "off"
 """``UNHOOKED_CRISIS_MODEL=off``: screen with the lexicon alone."""
-RECENT = 256
-"""Verdicts kept for recent messages (by a hash of the text, never the text): an adapter that screens an update
-as it arrives, to put a crisis first, and the engine that answers it then read it once, not twice."""
+RECENT = 1024
+"""Verdicts kept for recent messages (by a hash of the text, never the text): an adapter that screens updates
+as they arrive, to put a crisis first, and the engine that answers each then read it once, not twice, even
+when a burst of this many waits to be answered."""
+
+
+CRISIS_RANK = Level.CRISIS.rank
 
 
 def _source(rule: Rule) -> str:
     return f"rule {rule.id}"
+
+
+def _most_serious(found: Detection | None, learned: Detection | None) -> Detection | None:
+    """The lexicon's detection, unless the model's is more serious: then the model's, keeping the rule's window."""
+    if learned is None or (found is not None and found.level.rank >= learned.level.rank):
+        return found
+    if found is not None and found.window_level is not None:  # what the rule reaches in a crisis state stays
+        return dataclasses.replace(learned, window_level=found.window_level)
+    return learned
 
 
 @lru_cache(maxsize=4)
@@ -99,16 +112,26 @@ class CrisisScreen:
     def read(self, text: str) -> tuple[Screened | None, Detection | None]:
         """The message as the lexicon read it (``None`` if reading failed), and the most serious detection."""
         key = hash(text)
-        if key in self._recent:
-            self._recent.move_to_end(key)
-            return self._recent[key]
-        verdict = self._read(text)
-        self._recent[key] = verdict
+        if key not in self._recent:
+            self.prepare([text])
+        self._recent.move_to_end(key)
+        return self._recent[key]
+
+    def prepare(self, texts: Sequence[str]) -> None:
+        """Screen messages that arrived together, the model in one pass over them, keeping each verdict for ``read``.
+
+        Only the messages the lexicon leaves below crisis go through the model; one read before is not read again.
+        """
+        fresh = {hash(text): text for text in texts if hash(text) not in self._recent}
+        lexicon = {key: self._lexicon(text) for key, text in fresh.items()}
+        asked = [key for key, (screened, found) in lexicon.items() if self._asks_model(screened, found)]
+        learned = dict(zip(asked, self._learned([fresh[key] for key in asked]), strict=True))
+        for key, (screened, found) in lexicon.items():
+            self._recent[key] = (screened, _most_serious(found, learned.get(key)))
         while len(self._recent) > RECENT:
             self._recent.popitem(last=False)
-        return verdict
 
-    def _read(self, text: str) -> tuple[Screened | None, Detection | None]:
+    def _lexicon(self, text: str) -> tuple[Screened | None, Detection | None]:
         timed_out: list[Rule] = []
         try:
             screened = screen(text)
@@ -119,20 +142,22 @@ class CrisisScreen:
             return None, safety.SCREEN_FAILED
         for rule in timed_out:
             self._timed_out(rule)
-        if self.model is None or (found is not None and found.level.rank >= Level.CRISIS.rank):
-            return screened, found
+        return screened, found
+
+    def _asks_model(self, screened: Screened | None, found: Detection | None) -> bool:
+        return self.model is not None and screened is not None and (found is None or found.level.rank < CRISIS_RANK)
+
+    def _learned(self, texts: list[str]) -> list[Detection | None]:
+        """The model's detections, or none at all if it fails (the lexicon's verdicts stand)."""
+        if not texts or self.model is None:
+            return [None] * len(texts)
         try:
-            learned = self.model.detect(text)
+            return self.model.detect(texts)
         except Exception as error:
             log.exception("the learned crisis screen failed on a message; the lexicon's verdict stands")
             self._fail("detect", describe(error))
             self._count(MODEL)
-            return screened, found
-        if learned is None or (found is not None and found.level.rank >= learned.level.rank):
-            return screened, found
-        if found is not None and found.window_level is not None:  # what the rule reaches in a crisis state stays
-            learned = dataclasses.replace(learned, window_level=found.window_level)
-        return screened, learned
+            return [None] * len(texts)
 
     def _timed_out(self, rule: Rule) -> None:
         """A rule ran out of its time bound: it counted as fired; say so in the log, the metrics and health."""

@@ -66,3 +66,28 @@ async def test_alerts_come_together_and_a_429_in_the_operators_chat_pauses_only_
         assert "Acknowledged by telegram:5555" in several.text
         acked = [escalation for escalation in await tg.store.escalations() if escalation.acked_by]
         assert [f"ack:{escalation.id}" for escalation in acked] == [first]
+
+
+class _Reading:
+    """A learned screen that finds nothing and notes what it is asked, pass by pass."""
+
+    def __init__(self) -> None:
+        self.passes: list[list[str]] = []
+
+    def detect(self, texts: list[str]) -> list[None]:
+        self.passes.append(list(texts))
+        return [None] * len(texts)
+
+
+async def test_a_burst_goes_through_the_learned_screen_in_few_passes_each_message_once(
+    api: FakeBotApi, tmp_path: Path
+) -> None:
+    people = range(8001, 8041)
+    async with telegram_bot(api, tmp_path) as tg:
+        reading = tg.bot.engine.screen.model = _Reading()
+        for person in people:  # all queued before the bot's next getUpdates: they arrive in one batch
+            api.send(person, f"the {person}th time he said sorry, should i believe it")
+        await api.wait_for(lambda: all(api.sent(person) for person in people), timeout=30)
+    read = [text for batch in reading.passes for text in batch]
+    assert sorted(read) == sorted(f"the {person}th time he said sorry, should i believe it" for person in people)
+    assert len(reading.passes) < 5, f"40 messages took {len(reading.passes)} passes of the model"

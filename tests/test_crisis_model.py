@@ -16,7 +16,7 @@ from bot.crisis import MODEL, OFF, CrisisScreen
 from bot.errors import ConfigError
 from bot.health import Faults
 from bot.model import corpus
-from bot.model.runtime import CARD, FILES, CrisisModel, ModelError, model_text
+from bot.model.runtime import CALL_TOKENS, CARD, FILES, CrisisModel, ModelError, model_text
 from bot.model.runtime import MODEL as MODEL_FILE
 from bot.models import Level, Track
 from bot.service import running_service
@@ -50,11 +50,7 @@ def test_the_shipped_model_scores_the_corpus_as_recorded(model: CrisisModel) -> 
     # every third item, short and long alike: a change in how the runtime reads text shows in any of them, and
     # the whole corpus would take this core most of a minute
     texts, recorded = every[::3], recorded_all[::3]
-    order = sorted(range(len(texts)), key=lambda at: len(texts[at]))  # batches of like lengths pad little
-    scores = np.empty(len(texts))
-    for start in range(0, len(order), 64):
-        batch = order[start : start + 64]
-        scores[batch] = 1 - model.probabilities([texts[at] for at in batch])[:, 0]
+    scores = 1 - model.probabilities(texts)[:, 0]
     assert len(scores) == len(recorded)
     assert np.abs(scores - recorded).max() < 0.01
     thresholds = [model.card.concern, model.card.crisis]
@@ -93,15 +89,17 @@ def test_the_model_reads_folded_text() -> None:
 def test_a_long_message_is_read_in_windows_so_a_crisis_at_its_end_counts(model: CrisisModel) -> None:
     crisis = "i took every pill in the cabinet an hour ago and my heart is racing"
     background = " ".join(["we broke up in march and i keep going over the same arguments in my head."] * 12)
-    alone, buried = model.assess(crisis), model.assess(f"{background} {crisis}")
+    alone, buried, before = model.assess([crisis, f"{background} {crisis}", background])
     assert len(model._windows(f"{background} {crisis}")) > 1
     assert alone.score >= model.card.concern and alone.category == "attempt"
     assert buried.score >= model.card.concern and buried.category == alone.category
-    assert model.assess(background).score < model.card.concern
+    assert before.score < model.card.concern
 
 
 def test_scores_do_not_depend_on_the_other_messages_in_a_batch(model: CrisisModel) -> None:
-    texts = ["why do i miss him", "i want to die", "he is outside with a knife"]
+    story = " ".join(["he kept the car and the dog and i keep thinking about the trip we never took."] * 20)
+    texts = ["why do i miss him", "i want to die", "he is outside with a knife", story, *map(str, range(12))]
+    assert sum(map(len, (window for text in texts for window in model._windows(text)))) > 2 * CALL_TOKENS
     together = model.probabilities(texts)
     apart = np.array([model.probabilities([text])[0] for text in texts])
     assert np.abs(together - apart).max() < 1e-4
@@ -159,7 +157,7 @@ def test_a_folder_that_is_not_there_is_refused_at_start_with_a_sentence(tmp_path
 
 
 class _Failing:
-    def detect(self, text: str) -> None:
+    def detect(self, texts: list[str]) -> list[None]:
         raise RuntimeError("onnx went away")
 
 
@@ -176,10 +174,10 @@ class _Says:
     def __init__(self, level: Level) -> None:
         self.level = level
 
-    def detect(self, text: str) -> object:
+    def detect(self, texts: list[str]) -> list[object]:
         from bot.models import Detection
 
-        return Detection(self.level, "partner_danger", "model.partner_danger", Track.OTHERS)
+        return [Detection(self.level, "partner_danger", "model.partner_danger", Track.OTHERS) for _ in texts]
 
 
 @pytest.mark.parametrize(
@@ -206,10 +204,12 @@ class _Counting(_Says):
     def __init__(self) -> None:
         super().__init__(Level.CRISIS)
         self.calls = 0
+        self.read: list[str] = []
 
-    def detect(self, text: str) -> object:
+    def detect(self, texts: list[str]) -> list[object]:
         self.calls += 1
-        return super().detect(text)
+        self.read += texts
+        return super().detect(texts)
 
 
 def test_a_message_screened_on_arrival_and_again_when_answered_runs_the_model_once() -> None:
@@ -220,3 +220,20 @@ def test_a_message_screened_on_arrival_and_again_when_answered_runs_the_model_on
     screen.use(screen.rules)  # new rules: the verdict is worked out afresh
     screen.detect("he took my keys")
     assert counting.calls == 2
+
+
+def test_messages_that_arrive_together_go_through_the_model_in_one_pass_and_are_not_read_again() -> None:
+    screen = CrisisScreen(OFF)
+    screen.model = counting = _Counting()
+    arrived = ["he took my keys", "why do i miss him", "i want to kill myself", "he took my keys"]
+    screen.prepare(arrived)
+    assert counting.calls == 1
+    assert counting.read == ["he took my keys", "why do i miss him"]  # the lexicon's crisis needs no model
+    verdicts = [screen.detect(text) for text in arrived]
+    assert counting.calls == 1
+    assert [found.rule for found in verdicts] == [
+        "model.partner_danger",
+        "model.partner_danger",
+        "suicidal.kill_myself",
+        "model.partner_danger",
+    ]

@@ -33,8 +33,12 @@ CONCERN_CATEGORIES = frozenset({"hopelessness"})
 
 OUTPUTS = ("probs", "topic")
 """The graph's outputs: the crisis head's label probabilities, and the topic embedding (``bot.model.export``)."""
-RECENT = 32
-"""``probabilities`` keeps this many recent texts' topic embeddings for ``embed``: one pass serves both."""
+RECENT = 1024
+"""``probabilities`` keeps this many recent texts' topic embeddings for ``embed``: one pass serves both, even
+when a burst of updates is screened as it arrives, long before the engine answers (and embeds) each."""
+CALL_TOKENS = 256
+"""A batch of windows goes through the graph in calls of at most this many tokens, padding included: windows
+of like length together, so that few pads are read and the weights are streamed once for many windows."""
 
 _REPEATS = re.compile(r"(.)\1{2,}")
 
@@ -97,13 +101,18 @@ class Assessment:
     """The share of that window's crisis probability on the partner-danger track."""
 
 
-def open_session(blob: bytes) -> object:
-    """An ONNX Runtime session on one thread (ONNX Runtime folds the stored casts back to float32 here)."""
+def open_session(model: bytes | Path) -> object:
+    """An ONNX Runtime session on one thread (ONNX Runtime folds the stored casts back to float32 here).
+
+    Given a path, ONNX Runtime reads the file itself: the process never holds the file's bytes beside the
+    unpacked weights (40 MB less at its peak).
+    """
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
-    return onnxruntime.InferenceSession(blob, options, providers=["CPUExecutionProvider"])
+    source = str(model) if isinstance(model, Path) else model
+    return onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
 
 def inputs(windows: list[list[int]]) -> dict[str, np.ndarray]:
@@ -129,13 +138,14 @@ class CrisisModel:
         self.folder = folder
         self.card = Card.read(folder / CARD)
         try:
-            blob = (folder / MODEL).read_bytes()
+            with (folder / MODEL).open("rb") as file:
+                digest = hashlib.file_digest(file, "sha256").hexdigest()
         except OSError as error:
             raise ModelError(f"{folder / MODEL} cannot be read: {error}") from None
-        if hashlib.sha256(blob).hexdigest() != self.card.model_sha256:
+        if digest != self.card.model_sha256:
             raise ModelError(f"{folder / MODEL} is not the model its card describes (the checksum differs)")
         try:
-            self._session = open_session(blob)
+            self._session = open_session(folder / MODEL)
             self._tokenizer = Tokenizer.from_file(str(folder / TOKENIZER))
         except Exception as error:
             raise ModelError(f"the model in {folder} cannot be loaded: {error}") from None
@@ -160,8 +170,21 @@ class CrisisModel:
         return [[self._cls, *ids[start : start + WINDOW], self._sep] for start in starts]
 
     def _run(self, windows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-        probs, topics = self._session.run(list(OUTPUTS), inputs(windows))  # type: ignore[attr-defined]
-        return probs, topics
+        """Both outputs for every window, in order; like lengths go through the graph together."""
+        order = sorted(range(len(windows)), key=lambda at: len(windows[at]))
+        probs: list[np.ndarray] = [np.empty(0)] * len(windows)
+        topics: list[np.ndarray] = [np.empty(0)] * len(windows)
+        start = 0
+        while start < len(order):
+            end = start + 1
+            while end < len(order) and (end + 1 - start) * len(windows[order[end]]) <= CALL_TOKENS:
+                end += 1
+            chunk = order[start:end]
+            found = self._session.run(list(OUTPUTS), inputs([windows[at] for at in chunk]))  # type: ignore[attr-defined]
+            for row, at in enumerate(chunk):
+                probs[at], topics[at] = found[0][row], found[1][row]
+            start = end
+        return np.array(probs), np.array(topics)
 
     def probabilities(self, texts: list[str]) -> np.ndarray:
         """Each text's label probabilities, from its highest-scoring window (rows in ``LABELS`` order)."""
@@ -193,17 +216,20 @@ class CrisisModel:
             found.update(zip(map(hash, missing), embeddings, strict=True))
         return np.array([found[hash(text)] for text in texts])
 
-    def assess(self, text: str) -> Assessment:
-        """The crisis score and category of one message."""
-        row = self.probabilities([text])[0]
-        score = float(1.0 - row[0])
-        category = LABELS[1 + int(np.argmax(row[1:]))]
-        others = float(row[self._tracks].sum() / score) if score > 0 else 0.0
-        return Assessment(score, category, others)
+    def assess(self, texts: list[str]) -> list[Assessment]:
+        """The crisis score and category of each message, in one pass over them all."""
+        found = []
+        for row in self.probabilities(texts):
+            score = float(1.0 - row[0])
+            others = float(row[self._tracks].sum() / score) if score > 0 else 0.0
+            found.append(Assessment(score, LABELS[1 + int(np.argmax(row[1:]))], others))
+        return found
 
-    def detect(self, text: str) -> Detection | None:
-        """The model's detection for ``text``, or ``None`` below the concern threshold."""
-        found = self.assess(text)
+    def detect(self, texts: list[str]) -> list[Detection | None]:
+        """The model's detection for each of ``texts`` (``None`` below the concern threshold), in one pass."""
+        return [self._decide(found) for found in self.assess(texts)] if texts else []
+
+    def _decide(self, found: Assessment) -> Detection | None:
         card = self.card
         if found.score < card.concern or found.category == NONE:
             return None

@@ -10,7 +10,7 @@ import os
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from telegram import Bot, BotCommand, LinkPreviewOptions, Update
@@ -195,15 +195,20 @@ class TelegramBot:
                 log.error("could not send the apology either: %s", type(failure).__name__)
 
 
-def crisis_first(engine: Engine) -> Callable[[Update], bool]:
-    """The engine's one crisis screen on an update's words as it arrives: a crisis or imminent one goes first."""
+class CrisisFirst:
+    """The engine's one crisis screen on updates' words as they arrive: a crisis or imminent one goes first."""
 
-    def urgent(update: Update) -> bool:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def ahead(self, updates: Sequence[Update]) -> None:
+        """Screen updates that arrived together in one pass; each verdict is kept for the lanes and the engine."""
+        self.engine.screen.prepare([words for update in updates if (words := words_of(update))])
+
+    def __call__(self, update: Update) -> bool:
         words = words_of(update)
-        found = engine.screen.detect(words) if words else None
+        found = self.engine.screen.detect(words) if words else None
         return found is not None and found.level.rank >= Level.CRISIS.rank
-
-    return urgent
 
 
 def build_application(telegram: TelegramSettings, sender: Sender) -> Application:
@@ -297,6 +302,7 @@ async def run_telegram(
             locks = service.store.locks
             await claim_the_token(locks, webhook=webhook)
             limit, observe = telegram.max_concurrent_chats, watched.answering.observe
+            first = CrisisFirst(engine)
             if webhook and locks.shared:
                 lanes: Lanes | SharedLanes = SharedLanes(
                     bot.handle,
@@ -306,12 +312,12 @@ async def run_telegram(
                     application.bot,
                     engine.sessions,
                     on_answered=observe,
-                    urgent=crisis_first(engine),
+                    urgent=first,
                 )
             else:
-                lanes = Lanes(bot.handle, limit, on_answered=observe, urgent=crisis_first(engine))
+                lanes = Lanes(bot.handle, limit, on_answered=observe, urgent=first)
             watched.pending.read = lambda: lanes.pending
-            intake = Intake(journal, lanes, watched)
+            intake = Intake(journal, lanes, watched, ahead=first.ahead)
             health = service.health({TELEGRAM: telegram_health.LINK_GRACE, ACCESS: 0.0})
             return await _serve(bot, intake, health, locks, webhook=webhook, stop=stop, started=started)
     finally:
