@@ -8,8 +8,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from bot.crisis import CrisisScreen
 from bot.lexicon import CATEGORIES
 from bot.model import corpus
@@ -72,18 +70,6 @@ class Tally:
         }
 
 
-def _conversations(root: Path) -> list[Item]:
-    """Every sentence in tests/conversations/ (held-out, out-of-scope, known failures): none is a crisis."""
-    items = []
-    for path in sorted((root / "tests" / "conversations").glob("*.yaml")):
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        for entry in data.get("tests", data.get("failures", [])):
-            text = entry if isinstance(entry, str) else entry.get("text")
-            if isinstance(text, str):
-                items.append(Item(text, NONE, str(path.relative_to(root))))
-    return items
-
-
 def sets(root: Path) -> list[tuple[str, str, list[Item]]]:
     """The sets the report covers, blind first: (name, provenance, items)."""
     tuned = [item for item in corpus.training(root) if item.source.startswith("tests/safety/")]
@@ -97,7 +83,7 @@ def sets(root: Path) -> list[tuple[str, str, list[Item]]]:
         (
             "conversations",
             "tests/conversations/: people's questions to the bot; none is a crisis",
-            _conversations(root),
+            corpus.conversations(root),
         ),
     ]
 

@@ -96,3 +96,18 @@ def digest(items: Iterable[Item]) -> str:
     for item in items:
         hashed.update(f"{item.label}\t{item.text}\n".encode())
     return hashed.hexdigest()
+
+
+def conversations(root: Path) -> list[Item]:
+    """Every sentence in tests/conversations/ (held-out, out-of-scope, known failures): none is a crisis.
+
+    Never trained on; calibration keeps the check-in below 1% of them (``bot.model.train``).
+    """
+    items = []
+    for path in sorted((root / "tests" / "conversations").glob("*.yaml")):
+        data = _read(path, root) or {}
+        for entry in data.get("tests", data.get("failures", [])):
+            text = entry if isinstance(entry, str) else entry.get("text")
+            if isinstance(text, str):
+                items.append(Item(text, NONE, str(path.relative_to(root))))
+    return items

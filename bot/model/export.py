@@ -260,8 +260,8 @@ def rebuild(root: Path, out: Path, say: Callable[[str], None] = print) -> dict:
 
 def topic_check(full: Path, model: CrisisModel, texts: list[str]) -> dict[str, object]:
     """How far quantisation moved the topic embedding: the lowest cosine to full precision over ``texts``."""
-    session = open_session(full.read_bytes())
-    windows = [model._windows(text)[0] for text in texts]
+    session = open_session(full)
+    windows = sorted((model._windows(text)[0] for text in texts), key=len)  # like lengths together pad little
     lowest = 1.0
     for start in range(0, len(windows), 64):
         feed = inputs(windows[start : start + 64])
@@ -276,7 +276,7 @@ def compare(before: object, after: CrisisModel, card: Card, texts: list[str]) ->
 
     A decision is a window's band (below concern, check-in, crisis) and its most likely category.
     """
-    windows = [window for text in texts for window in after._windows(text)]
+    windows = sorted((window for text in texts for window in after._windows(text)), key=len)
     bands = [card.concern, card.crisis]
     largest, changed = 0.0, 0
     for start in range(0, len(windows), 64):

@@ -26,7 +26,7 @@ from bot.model.corpus import LABELS, NONE, Item
 from bot.model.runtime import CARD, FILES, MAX_TOKENS, MODEL, TOKENIZER, CrisisModel, model_text
 
 SEED = 20261201
-VERSION = "crisis-minilm-2"
+VERSION = "crisis-minilm-3"
 """The name the escalation log and the card give this model; bump it with every retrain."""
 
 
@@ -47,6 +47,8 @@ class Recipe:
     """The largest share of held-out hard negatives allowed at or above the concern threshold."""
     crisis_false_alarms: float = 0.01
     """The largest share of held-out hard negatives allowed at or above the crisis threshold."""
+    conversation_false_alarms: float = 0.01
+    """The largest share of the questions in tests/conversations/ (never trained on) allowed the check-in."""
 
 
 def _typo(text: str, rng: random.Random) -> str:
@@ -224,7 +226,7 @@ def train(root: Path, out: Path = FILES, recipe: Recipe = Recipe(), say: Callabl
         "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     (out / CARD).write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
-    card = _calibrate(out, full, held, items, recipe, card, say)
+    card = _calibrate(out, full, held, items, corpus.conversations(root), recipe, card, say)
     card["topic"]["quantisation_check"] = export.topic_check(full, CrisisModel(out), [item.text for item in items])
     (out / CARD).write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
     kept = Path(tempfile.gettempdir()) / "unhooked-crisis.fp32.onnx"
@@ -262,12 +264,21 @@ def _scores(model: CrisisModel, texts: Sequence[str]) -> np.ndarray:
     )
 
 
-def _calibrate(out: Path, full: Path, held: list[Item], items: list[Item], recipe: Recipe, card: dict, say) -> dict:
-    """Choose thresholds on the held-out share, check the quantised model against full precision, write the card."""
+def _calibrate(
+    out: Path, full: Path, held: list[Item], items: list[Item], asked: list[Item], recipe: Recipe, card: dict, say
+) -> dict:
+    """Choose thresholds, check the quantised model against full precision, write the card.
+
+    The concern threshold holds both the held-out share's false alarms and those of ``asked`` (people's questions
+    to the bot, none a crisis) to the recipe's shares.
+    """
     quantised = CrisisModel(out)
     negatives = np.array(_scores(quantised, [item.text for item in held if item.label == NONE]))
     positives = [item for item in held if item.label != NONE]
-    concern = _threshold(negatives, recipe.concern_false_alarms)
+    questions = _scores(quantised, [item.text for item in asked])
+    concern = max(
+        _threshold(negatives, recipe.concern_false_alarms), _threshold(questions, recipe.conversation_false_alarms)
+    )
     crisis = max(concern, _threshold(negatives, recipe.crisis_false_alarms))
     held_scores = _scores(quantised, [item.text for item in positives])
     card["thresholds"] = {"concern": round(concern, 4), "crisis": round(crisis, 4), "others": 0.35}
@@ -277,6 +288,8 @@ def _calibrate(out: Path, full: Path, held: list[Item], items: list[Item], recip
         "recall_crisis": round(float((held_scores >= crisis).mean()), 4),
         "false_alarms_concern": round(float((negatives >= concern).mean()), 4),
         "false_alarms_crisis": round(float((negatives >= crisis).mean()), 4),
+        "conversations": len(questions),
+        "conversation_false_alarms_concern": round(float((questions >= concern).mean()), 4),
     }
     texts = [item.text for item in items]
     shipped = _scores(quantised, texts)
