@@ -30,7 +30,7 @@ PATTERNS = "crisis_patterns"
 """The health check that fails once a rule's pattern has run out of its time bound, until the rules change."""
 OFF = "off"
 """``UNHOOKED_CRISIS_MODEL=off``: screen with the lexicon alone."""
-RECENT = 1024
+RECENT = 4096
 """Verdicts kept for recent messages (by a hash of the text, never the text): an adapter that screens updates
 as they arrive, to put a crisis first, and the engine that answers each then read it once, not twice, even
 when a burst of this many waits to be answered."""

@@ -33,7 +33,7 @@ CONCERN_CATEGORIES = frozenset({"hopelessness"})
 
 OUTPUTS = ("probs", "topic")
 """The graph's outputs: the crisis head's label probabilities, and the topic embedding (``bot.model.export``)."""
-RECENT = 1024
+RECENT = 4096
 """``probabilities`` keeps this many recent texts' topic embeddings for ``embed``: one pass serves both, even
 when a burst of updates is screened as it arrives, long before the engine answers (and embeds) each."""
 CALL_TOKENS = 256
