@@ -146,17 +146,18 @@ async def test_the_async_reload_refuses_a_broken_edit_too(engine: Engine, tmp_pa
 async def test_a_new_safety_pattern_is_screened_from_the_next_message(engine: Engine, tmp_path: Path) -> None:
     root = copy_content(tmp_path)
     chat = Chat(engine)
-    await chat.say("he sleeps with a bat by the door")
+    # a code phrase a local service agreed with the people it serves: harmless words to anyone else
+    await chat.say("the yellow umbrella is in the hall")
     assert chat.last.detection is None
     (root / "safety").mkdir()
     (root / "safety" / "patterns.yml").write_text(
-        "patterns:\n  - id: local.bat\n    category: partner_danger\n    level: crisis\n"
-        "    phrase: sleeps with a bat by the door\n"
+        "patterns:\n  - id: local.umbrella\n    category: partner_danger\n    level: crisis\n"
+        "    phrase: yellow umbrella is in the hall\n"
     )
     assert reload_content(engine, root).applied
-    replies = await chat.say("he sleeps with a bat by the door")
-    assert chat.last.detection.rule == "local.bat" and "1-800-799-7233" in replies[0].text
-    assert chat.last.escalation.rule == "local.bat"
+    replies = await chat.say("the yellow umbrella is in the hall")
+    assert chat.last.detection.rule == "local.umbrella" and "1-800-799-7233" in replies[0].text
+    assert chat.last.escalation.rule == "local.umbrella"
     bob = chat.as_user("bob")
     await bob.say("i want to kill myself")
     assert bob.last.detection.rule == "suicidal.kill_myself"  # the floor in code still applies
