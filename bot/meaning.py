@@ -24,6 +24,7 @@ from typing import Protocol
 import numpy as np
 
 from bot import private
+from bot.errors import BotError
 from bot.models import Candidate, Intent
 
 log = logging.getLogger("unhooked.meaning")
@@ -116,7 +117,8 @@ class Vectors:
         except (OSError, ValueError, KeyError) as error:
             log.warning("the vector cache %s cannot be read (%s); examples are embedded afresh", path, error)
 
-    def _write(self, path: Path, only: Sequence[bytes] | None = None) -> None:
+    def _write(self, path: Path, only: Sequence[bytes] | None = None) -> OSError | None:
+        """Write the vectors (``only`` those keys) to ``path`` whole or not at all; the error if it could not."""
         chosen = list(self._known) if only is None else only
         keys = np.array(chosen, dtype=f"S{KEY_BYTES}")
         rows = np.array([self._known[key] for key in chosen], dtype=np.float16)
@@ -126,7 +128,7 @@ class Vectors:
             handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npz")
         except OSError as error:
             log.warning("could not write the vector cache %s: %s", path, error)
-            return
+            return error
         try:
             with os.fdopen(handle, "wb") as out:
                 np.savez(out, keys=keys, vectors=rows)
@@ -134,6 +136,8 @@ class Vectors:
         except OSError as error:
             Path(temporary).unlink(missing_ok=True)
             log.warning("could not write the vector cache %s: %s", path, error)
+            return error
+        return None
 
     def ship(self, texts: Sequence[str]) -> Path:
         """Write the vectors of ``texts`` (only theirs) into the model's folder, for every later start; return it."""
@@ -143,7 +147,9 @@ class Vectors:
         with self._lock:
             self._of(texts)
             path = Path(folder) / SHIPPED
-            self._write(path, list(dict.fromkeys(self._key(text) for text in texts)))
+            failed = self._write(path, list(dict.fromkeys(self._key(text) for text in texts)))
+        if failed is not None:
+            raise BotError(f"could not write {path} ({failed.strerror or failed}); nothing was changed there")
         path.chmod(0o644)  # a package file: readable by the service's own user wherever it is installed
         return path
 

@@ -16,7 +16,7 @@ import pytest
 from bot.config import Settings
 from bot.content import load_catalog
 from bot.engine import Engine
-from bot.errors import ConfigError
+from bot.errors import BotError, ConfigError
 from bot.matcher import IntentPhrases, Matcher, MatcherSettings
 from bot.meaning import MeaningIndex, MeaningSettings, Vectors, load_encoder, vectors_for
 from bot.models import Incoming
@@ -103,6 +103,17 @@ def test_vectors_shipped_in_the_models_folder_spare_a_start_embedding_them(tmp_p
     fresh = Vectors(encoder, tmp_path / "cache" / "vectors.npz")
     fresh.of(["why do I miss him", "should I go back", "a new example"])
     assert encoder.seen == ["a new example"]
+
+
+def test_vectors_that_cannot_be_shipped_say_so_and_leave_nothing_half_written(tmp_path: Path) -> None:
+    class FolderEncoder(WordEncoder):
+        folder = tmp_path
+
+    (tmp_path / "example-vectors.npz").mkdir()  # in the way of the new file, even for root
+    (tmp_path / "example-vectors.npz" / "kept").write_text("")
+    with pytest.raises(BotError, match=r"could not write .*example-vectors\.npz \(.+\); nothing was changed there"):
+        Vectors(FolderEncoder()).ship(["why do I miss him", "should I go back"])
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["example-vectors.npz"]  # no temporary file left
 
 
 def test_the_shipped_vectors_hold_every_example_of_the_shipped_content() -> None:

@@ -68,8 +68,6 @@ class Lanes:
         """Told the seconds from each update's arrival to its answer (the latency histogram)."""
         self.pending = 0
         """Updates submitted and not yet answered."""
-        self.hurried = 0
-        """Urgent updates (crisis messages) taken ahead of the queue since start."""
 
     def submit(self, update: Update) -> None:
         """Queue an update behind the earlier ones of its chat; an urgent one takes its lane ahead of the rest."""
@@ -84,7 +82,6 @@ class Lanes:
             task.add_done_callback(self._tasks.discard)
         lane.waiting.append((update, time.perf_counter(), urgent))
         if urgent:
-            self.hurried += 1
             lane.urgent += 1
             lane.hurry.set()
 
