@@ -75,7 +75,7 @@ class WebhookHandler(tornado.web.RequestHandler):
         """The body as an Update, or ``None`` (logged without the body: it may hold a person's words)."""
         try:
             data = json.loads(b"".join(self._chunks))
-            if not isinstance(data, dict) or not isinstance(data.get("update_id"), int):
+            if not isinstance(data, dict) or not _is_update_id(data.get("update_id")):
                 raise ValueError("no update_id")
             return Update.de_json(data, self.bot)
         except Exception as error:  # anything PTB's parser makes of a malformed update is a bad request
@@ -95,3 +95,12 @@ class WebhookHandler(tornado.web.RequestHandler):
     def log_exception(self, *args: Any) -> None:
         """Log failures without the request body, which holds a person's message."""
         log.error("webhook request failed: %s", args[1] if len(args) > 1 else "unknown error")
+
+
+def _is_update_id(value: object) -> bool:
+    """Whether ``value`` can be a Telegram update id: a whole number from 0 that the journal's column can hold."""
+    return type(value) is int and 0 <= value < LARGEST_ID
+
+
+LARGEST_ID = 2**63
+"""One more than the largest id SQLite's and PostgreSQL's 64-bit integer columns hold."""
