@@ -36,9 +36,6 @@ as they arrive, to put a crisis first, and the engine that answers each then rea
 when a burst of this many waits to be answered."""
 
 
-CRISIS_RANK = Level.CRISIS.rank
-
-
 def _source(rule: Rule) -> str:
     return f"rule {rule.id}"
 
@@ -124,7 +121,7 @@ class CrisisScreen:
         """
         fresh = {hash(text): text for text in texts if hash(text) not in self._recent}
         lexicon = {key: self._lexicon(text) for key, text in fresh.items()}
-        asked = [key for key, (screened, found) in lexicon.items() if self._asks_model(screened, found)]
+        asked = [key for key, (_, found) in lexicon.items() if self._asks_model(found)]
         learned = dict(zip(asked, self._learned([fresh[key] for key in asked]), strict=True))
         for key, (screened, found) in lexicon.items():
             self._recent[key] = (screened, _most_serious(found, learned.get(key)))
@@ -144,8 +141,9 @@ class CrisisScreen:
             self._timed_out(rule)
         return screened, found
 
-    def _asks_model(self, screened: Screened | None, found: Detection | None) -> bool:
-        return self.model is not None and screened is not None and (found is None or found.level.rank < CRISIS_RANK)
+    def _asks_model(self, found: Detection | None) -> bool:
+        """Whether the model may still add to the lexicon's verdict (a failed reading is already a crisis)."""
+        return self.model is not None and (found is None or found.level.rank < Level.CRISIS.rank)
 
     def _learned(self, texts: list[str]) -> list[Detection | None]:
         """The model's detections, or none at all if it fails (the lexicon's verdicts stand)."""

@@ -227,7 +227,7 @@ class CrisisModel:
 
     def detect(self, texts: list[str]) -> list[Detection | None]:
         """The model's detection for each of ``texts`` (``None`` below the concern threshold), in one pass."""
-        return [self._decide(found) for found in self.assess(texts)] if texts else []
+        return [self._decide(found) for found in self.assess(texts)]
 
     def _decide(self, found: Assessment) -> Detection | None:
         card = self.card

@@ -23,6 +23,8 @@ log = logging.getLogger("unhooked.telegram.webhook")
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 (a header name, not a secret)
 JSON = "application/json"
+LARGEST_ID = 2**63
+"""One more than the largest update id the journal's 64-bit integer column (SQLite and PostgreSQL alike) holds."""
 
 
 @tornado.web.stream_request_body
@@ -100,7 +102,3 @@ class WebhookHandler(tornado.web.RequestHandler):
 def _is_update_id(value: object) -> bool:
     """Whether ``value`` can be a Telegram update id: a whole number from 0 that the journal's column can hold."""
     return type(value) is int and 0 <= value < LARGEST_ID
-
-
-LARGEST_ID = 2**63
-"""One more than the largest id SQLite's and PostgreSQL's 64-bit integer columns hold."""
