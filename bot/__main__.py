@@ -17,6 +17,7 @@ from typing import Any
 
 from bot import __version__, backups, checking, evaluate, explain, operators, safety_cli, store_cli, understanding
 from bot.adapters.terminal import TerminalChat, stderr_alerter, stderr_content_alert, stderr_notice
+from bot.cli import subcommand
 from bot.config import Settings, TelegramSettings, log_format
 from bot.content import read_content
 from bot.conversations import KNOWN_FAILURES, read_sentences
@@ -120,13 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, summary: str, under: Any = commands, key: str | None = None) -> argparse.ArgumentParser:
-        return under.add_parser(
-            name,
-            help=summary,
-            description=summary,
-            epilog=EXAMPLES[key or name],
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+        return subcommand(under, name, summary, EXAMPLES[key or name])
 
     def with_db(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         parser.add_argument("--db", help="the bot's database: a SQLite file or a PostgreSQL URL (default: UNHOOKED_DB)")

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bot.cli import subcommand
 from bot.config import Settings
 from bot.errors import BotError
 
@@ -32,39 +33,31 @@ Starts read these vectors instead of embedding every example again (seconds of C
 
 def register(commands: Any) -> None:
     """Add ``safety eval``, ``safety train`` and ``safety vectors`` to the command line."""
-
-    def verb(under: Any, name: str, summary: str, examples: str) -> argparse.ArgumentParser:
-        return under.add_parser(
-            name,
-            help=summary,
-            description=summary,
-            epilog=examples,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-
-    safety = verb(
+    safety = subcommand(
         commands, "safety", "The crisis screen: evaluate it on the blind sets, or retrain its model.", EVAL_EXAMPLES
     )
     verbs = safety.add_subparsers(dest="verb", required=True, metavar="VERB")
     root_help = "the repository folder holding tests/safety/ and safety/corpus/ (default: the current folder)"
-    run_eval = verb(
+    run_eval = subcommand(
         verbs, "eval", "Recall and false alarms per set, category and level, with the misses.", EVAL_EXAMPLES
     )
     run_eval.add_argument("--root", type=Path, default=Path.cwd(), help=root_help)
     run_eval.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     run_eval.add_argument("--no-misses", action="store_true", help="leave out the list of missed messages")
     run_eval.set_defaults(handler=_eval)
-    train = verb(verbs, "train", "Retrain the learned screen from safety/corpus/ with a fixed seed.", TRAIN_EXAMPLES)
+    train = subcommand(
+        verbs, "train", "Retrain the learned screen from safety/corpus/ with a fixed seed.", TRAIN_EXAMPLES
+    )
     train.add_argument("--root", type=Path, default=Path.cwd(), help=root_help)
     train.add_argument("--out", type=Path, help="where to write the model (default: the package's bot/model/files/)")
     train.set_defaults(handler=_train)
-    rebuild = verb(
+    rebuild = subcommand(
         verbs, "rebuild", "Remake the shipped model file from its own weights, without retraining.", REBUILD_EXAMPLES
     )
     rebuild.add_argument("--root", type=Path, default=Path.cwd(), help=root_help)
     rebuild.add_argument("--out", type=Path, help="the model folder to remake (default: the package's)")
     rebuild.set_defaults(handler=_rebuild)
-    vectors = verb(
+    vectors = subcommand(
         verbs,
         "vectors",
         "Embed the content's examples with the model and keep their vectors in the model's folder.",

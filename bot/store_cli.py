@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.backups import start_afresh
+from bot.cli import subcommand
 from bot.config import Settings
 from bot.database import Database
 from bot.errors import ConfigError, DatabaseFault
@@ -36,24 +37,18 @@ replays the spooled escalations into it; what the lost database held is gone."""
 
 def register(commands: Any) -> None:
     """Add ``migrate`` and ``migrate-store`` to the command line."""
-
-    def command(name: str, summary: str, examples: str) -> argparse.ArgumentParser:
-        return commands.add_parser(
-            name,
-            help=summary,
-            description=summary,
-            epilog=examples,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-
-    run_migrate = command(
-        "migrate", "Apply the migrations this version has and the database lacks, then stop.", MIGRATE_EXAMPLES
+    run_migrate = subcommand(
+        commands,
+        "migrate",
+        "Apply the migrations this version has and the database lacks, then stop.",
+        MIGRATE_EXAMPLES,
     )
     run_migrate.add_argument(
         "--db", help="the bot's database: a SQLite file or a PostgreSQL URL (default: UNHOOKED_DB)"
     )
     run_migrate.set_defaults(handler=_migrate)
-    move = command(
+    move = subcommand(
+        commands,
         "migrate-store",
         "Copy a SQLite database (sessions, escalations, counts, the Telegram journal) into a PostgreSQL one.",
         MOVE_EXAMPLES,
@@ -62,7 +57,8 @@ def register(commands: Any) -> None:
     move.add_argument("target", help="the PostgreSQL database, postgresql://user@host:5432/dbname")
     move.add_argument("--force", action="store_true", help="empty a target that already holds rows, then copy")
     move.set_defaults(handler=_move)
-    afresh = command(
+    afresh = subcommand(
+        commands,
         "start-afresh",
         "Say a fresh start is intended where the database was lost, so the next start creates an empty one.",
         AFRESH_EXAMPLES,
