@@ -62,6 +62,23 @@ class Deployment:
     def second(self) -> Path:
         return self.tmp_path / "second-spool"
 
+    async def backed_up(self) -> tuple[asyncio.subprocess.Process, Path]:
+        """The first run, left running: two crisis replies alerted, then a backup taken while it runs."""
+        first = await self.start("first")
+        await self.talk(crisis=2)
+        await self.alerts_marked(2)
+        backup = self.tmp_path / "backup.sqlite3"
+        await self.command("backup", str(backup))
+        return first, backup
+
+    async def restored(self, backup: Path, *flags: str) -> str:
+        """``python -m bot restore``, then a third run that must come up healthy; what restore printed."""
+        printed = await self.command("restore", str(backup), *flags)
+        third = await self.start("third")
+        await health_becomes(self.port, 200)
+        await self.stop(third, "third")
+        return printed
+
     async def start(self, name: str) -> asyncio.subprocess.Process:
         """``python -m bot run``, once its /healthz answers."""
         self.api.group(OPERATORS, "Operators")
@@ -182,11 +199,7 @@ async def test_a_database_corrupted_while_running_7_crisis_replies_7_escalations
     api: FakeBotApi, tmp_path: Path
 ) -> None:
     bot = Deployment(api, tmp_path)
-    first = await bot.start("first")
-    await bot.talk(crisis=2)
-    await bot.alerts_marked(2)
-    backup = tmp_path / "backup.sqlite3"
-    await bot.command("backup", str(backup))
+    first, backup = await bot.backed_up()
     with contextlib.closing(sqlite3.connect(bot.db)) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # what was written is in the file, not only in its WAL
     size = bot.db.stat().st_size
@@ -209,11 +222,7 @@ async def test_a_database_corrupted_while_running_7_crisis_replies_7_escalations
     await bot.stop(second, "second")
     assert len(bot.spooled_files()) == 1  # the five escalations since the corruption wait in the spool
 
-    restored = await bot.command("restore", str(backup), "--force")
-    assert "kept the database it replaces as" in restored
-    third = await bot.start("third")
-    await health_becomes(bot.port, 200)
-    await bot.stop(third, "third")
+    assert "kept the database it replaces as" in await bot.restored(backup, "--force")
     assert bot.messages == 7 + 3 * 3
     bot.assert_no_escalation_lost(repeated=3)
 
@@ -222,11 +231,7 @@ async def test_a_database_deleted_while_running_7_crisis_replies_7_escalations_0
     api: FakeBotApi, tmp_path: Path
 ) -> None:
     bot = Deployment(api, tmp_path)
-    first = await bot.start("first")
-    await bot.talk(crisis=2)
-    await bot.alerts_marked(2)
-    backup = tmp_path / "backup.sqlite3"
-    await bot.command("backup", str(backup))
+    first, backup = await bot.backed_up()
     bot.db.unlink()
     problem = await bot.store_problem()
     assert "was deleted while the bot ran" in problem and "python -m bot restore BACKUP" in problem
@@ -243,10 +248,7 @@ async def test_a_database_deleted_while_running_7_crisis_replies_7_escalations_0
     await api.wait_for(lambda: len(bot.notices()) == 2, timeout=15)
     await bot.stop(second, "second")
 
-    await bot.command("restore", str(backup))
-    third = await bot.start("third")
-    await health_becomes(bot.port, 200)
-    await bot.stop(third, "third")
+    await bot.restored(backup)
     assert bot.messages == 7 + 3 * 3
     bot.assert_no_escalation_lost()
 
