@@ -26,7 +26,7 @@ from bot.model.corpus import LABELS, NONE, Item
 from bot.model.runtime import CARD, FILES, MAX_TOKENS, MODEL, TOKENIZER, CrisisModel, model_text
 
 SEED = 20261201
-VERSION = "crisis-minilm-3"
+VERSION = "crisis-minilm-4"
 """The name the escalation log and the card give this model; bump it with every retrain."""
 
 
@@ -34,7 +34,7 @@ VERSION = "crisis-minilm-3"
 class Recipe:
     """Everything that decides the model besides the corpus."""
 
-    epochs: int = 3
+    epochs: int = 5
     batch: int = 32
     learning_rate: float = 6e-5
     frozen_layers: int = 3
