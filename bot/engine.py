@@ -189,7 +189,7 @@ class Engine:
         session = await self.sessions.get(key, now)
         in_crisis = self._in_crisis(session, now)
         if in_crisis and detection is not None:
-            return await self._crisis(incoming, key, now, safety.in_crisis_window(detection), session)
+            return await self._crisis(incoming, key, now, detection, session)
         replies: list[Reply] = []
         if in_crisis and screened is not None and safety.says_safe(screened):
             session.crisis_level = session.crisis_at = session.crisis_track = None
@@ -219,7 +219,19 @@ class Engine:
     async def _crisis(
         self, incoming: Incoming, key: str, now: float, detection: Detection, session: Session | None = None
     ) -> Outcome:
-        """The crisis reply; the record and the session are kept on a best-effort basis, never at its cost."""
+        """The crisis reply; the record and the session are kept on a best-effort basis, never at its cost.
+
+        In a crisis state the detection reaches its rule's level for that state (``safety.in_crisis_window``),
+        also when it is already a crisis: "I'm going to do it tonight" after "I want to die" is imminent.
+        """
+        if session is None:
+            try:
+                session = await self.sessions.get(key, now, timeout=CRISIS_READ_TIMEOUT)
+            except Exception:
+                self.metrics.handler_errors.inc("crisis_bookkeeping")
+                log.exception("reading the session failed; the crisis reply goes out anyway")
+        if session is not None and self._in_crisis(session, now):
+            detection = safety.in_crisis_window(detection)
         reply = safety.crisis_reply(detection)
         escalation = Escalation(
             id=uuid.uuid4().hex,
@@ -235,12 +247,11 @@ class Engine:
         self.metrics.escalations.inc(detection.level.value, detection.category)
         finished = None
         try:
-            if session is None:
-                session = await self.sessions.get(key, now, timeout=CRISIS_READ_TIMEOUT)
-            self._enter_crisis(session, detection, now)
-            self._finish(session, now)
-            finished = session
-            self.sessions.count(f"escalations.{detection.level.value}", now)
+            if session is not None:
+                self._enter_crisis(session, detection, now)
+                self._finish(session, now)
+                finished = session
+                self.sessions.count(f"escalations.{detection.level.value}", now)
         except Exception:
             self.metrics.handler_errors.inc("crisis_bookkeeping")
             log.exception("bookkeeping for escalation %s failed; the crisis reply goes out anyway", escalation.id)

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from bot import screen
+from bot.bounded import compile_pattern
 from bot.content import Catalog, load_catalog
 from bot.engine import CRISIS_QUIET, HELD_BACK, NOT_UNDERSTOOD, Engine
+from bot.lexicon import Rule
 from bot.models import Level, ReplyKind, Track
 from bot.safety import SAFE_ACK
 from bot.store.memory import MemoryStore
@@ -81,6 +83,24 @@ async def test_an_ambiguous_message_during_the_state_counts_as_a_crisis_and_is_r
     assert chat.last.escalation.level is Level.CRISIS and chat.last.escalation.rule == "hopelessness.cant_go_on"
     await chat.say("I'm going to do it tonight")
     assert chat.last.escalation.level is Level.IMMINENT
+    assert (await session_of(chat)).crisis_level is Level.IMMINENT
+
+
+async def test_a_crisis_that_a_rule_raises_in_the_state_is_raised_whatever_screen_found_it(chat: Chat) -> None:
+    # A crisis-level detection keeps its rule's level for the crisis state (here imminent), as a lower one does:
+    # the learned screen's crisis verdict on "going to do it tonight" once dropped the lexicon's imminent.
+    rule = Rule(
+        "test.yellow_umbrella",
+        "method",
+        Level.CRISIS,
+        compile_pattern(r"\byellow umbrella\b"),
+        window_level=Level.IMMINENT,
+    )
+    chat.engine.screen.use((*chat.engine.screen.rules, rule))
+    await chat.say("the yellow umbrella")
+    assert chat.last.escalation.level is Level.CRISIS  # not yet in a crisis state: the rule's own level
+    await chat.say("the yellow umbrella again")
+    assert chat.last.escalation.level is Level.IMMINENT and chat.last.escalation.rule == rule.id
     assert (await session_of(chat)).crisis_level is Level.IMMINENT
 
 
