@@ -6,6 +6,7 @@ import pytest
 
 from bot.content import Catalog
 from bot.matcher import IntentPhrases, Matcher, MatcherSettings, pieces_of, stem, tokens_of
+from bot.meaning import index_of, vectors_for
 
 INTENTS = [
     IntentPhrases("miss_them", ("why do I miss her if it was so bad", "I miss him so much"), ("missing them",)),
@@ -219,7 +220,9 @@ def test_a_sentence_that_asks_is_told_from_background(text: str, question: bool)
 
 
 def test_a_long_message_answers_its_question_not_the_background(catalog: Catalog) -> None:
-    matcher = Matcher(catalog.phrases())
+    # As shipped, meaning-based matching on. With rapidfuzz alone, since the 414 examples added on 2026-12-01,
+    # this one goes to no_contact (its keyword "block them" 85, miss_them's best example 81.6).
+    matcher = Matcher(catalog.phrases(), meaning=index_of(catalog.intents.values(), vectors_for(None)))
     text = (
         "ok so i blocked her everywhere like 3 weeks ago and i thought i was doing great. then today i drove"
         " past our old coffee place and just lost it in the car. why do i miss her so bad when she made me miserable"
