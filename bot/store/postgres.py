@@ -14,7 +14,7 @@ from bot.errors import StoreError
 from bot.models import Escalation, Level, Session
 from bot.store import codec
 from bot.store.base import Answered, Purged, Store, answered_sessions, day_of, folded_count_name, message_rows
-from bot.store.postgres_locks import PostgresLocks
+from bot.store.postgres_locks import FAULTS, PostgresLocks
 from bot.store.schema import Migration, load_migrations, pending, require_current
 
 MIGRATIONS = load_migrations("postgres")
@@ -109,7 +109,7 @@ class PostgresStore(Store):
     async def _guard(self, doing: str) -> AsyncIterator[None]:
         try:
             yield
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as error:
+        except FAULTS as error:
             raise StoreError(f"could not {doing} in {self.where}: {error or type(error).__name__}") from error
 
     @asynccontextmanager

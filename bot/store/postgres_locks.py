@@ -17,6 +17,10 @@ import asyncpg
 from bot.errors import StoreError
 from bot.store.locks import Locks, lock_key
 
+FAULTS = (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError, TimeoutError)
+"""What asyncpg raises when the server or the connection fails: a connection the server cut while a statement
+was on its way answers ``InternalClientError`` ("another operation is in progress"), which is that too."""
+
 KEEPALIVE = {"tcp_keepalives_idle": "5", "tcp_keepalives_interval": "2", "tcp_keepalives_count": "3"}
 """The server drops the connection (and its locks) of a replica whose machine vanished within about 11 seconds."""
 
@@ -49,7 +53,7 @@ class PostgresLocks(Locks):
                     )
                     self._schema = str(await self._connection.fetchval("SELECT current_schema()"))
                 yield self._connection
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as error:
+            except FAULTS as error:
                 self._held.clear()  # whatever happened to the connection, the next statement starts a new one
                 if self._connection is not None:
                     self._connection.terminate()
