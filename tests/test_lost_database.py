@@ -21,7 +21,7 @@ import sqlite3
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,6 +67,7 @@ class Deployment:
         first = await self.start("first")
         await self.talk(crisis=2)
         await self.alerts_marked(2)
+        await self.answered()
         backup = self.tmp_path / "backup.sqlite3"
         await self.command("backup", str(backup))
         return first, backup
@@ -141,14 +142,22 @@ class Deployment:
     def notices(self) -> list[str]:
         return [message.text for message in self.api.sent(OPERATORS) if "its database" in message.text]
 
-    async def alerts_marked(self, count: int) -> None:
-        """Wait until ``count`` escalations in the database are marked alerted."""
+    async def _until(self, query: str, done: Callable[[int], bool]) -> None:
+        """Wait until the count that ``query`` reads from the database satisfies ``done``."""
         async with asyncio.timeout(30):
             while True:
                 with contextlib.closing(sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)) as db:
-                    if db.execute("SELECT count(alerted_at) FROM escalations").fetchone()[0] >= count:
+                    if done(db.execute(query).fetchone()[0]):
                         return
                 await asyncio.sleep(0.05)
+
+    async def alerts_marked(self, count: int) -> None:
+        """Wait until ``count`` escalations in the database are marked alerted."""
+        await self._until("SELECT count(alerted_at) FROM escalations", lambda alerted: alerted >= count)
+
+    async def answered(self) -> None:
+        """Wait until the journal has committed every update as answered: none of them is replayed after a fault."""
+        await self._until("SELECT count(*) FROM updates WHERE answered_at IS NULL", lambda waiting: waiting == 0)
 
     async def command(self, *args: str) -> str:
         """``python -m bot ARGS`` on this deployment's database; its output (it must succeed)."""
@@ -355,6 +364,7 @@ async def test_the_database_disk_full_or_read_only_5_crisis_replies_5_escalation
     first = await bot.start("first")
     await bot.talk(crisis=2)  # committed, and so on the disk: they survive the fault (and the fsck)
     await bot.alerts_marked(2)
+    await bot.answered()  # else an update whose answer was not yet marked is replayed, and recorded twice
     if fault == "disk-full":
         small_disk.fill()
     else:
