@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -77,6 +78,11 @@ def umask_022() -> Iterator[None]:
 def mode(path: Path) -> int:
     """A file's or folder's permission bits, e.g. ``0o600``."""
     return path.stat().st_mode & 0o777
+
+
+def shows_id(text: str, user_id: int) -> bool:
+    """Whether a raw Telegram id appears in ``text`` as a number of its own, not inside a timing or a hash."""
+    return re.search(rf"(?<![0-9a-fA-F]){user_id}(?![0-9a-fA-F])", text) is not None
 
 
 PG_VARIABLE = "UNHOOKED_TEST_PG"
