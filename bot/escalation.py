@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import time
@@ -18,6 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from bot import periodic
 from bot.errors import StoreError
 from bot.health import STORE, Faults, describe
 from bot.logs import FIELDS
@@ -342,12 +344,9 @@ class Escalator:
 
     async def retry_forever(self, every: float = RETRY_EVERY) -> None:
         """Every ``every`` seconds until cancelled: replay the spool, deliver owed alerts, remind (one replica each)."""
-        while True:
-            await run_once(self.locks, "spool-replay", self.replay_spool)
-            await run_once(self.locks, "owed-alerts", self.deliver_owed)
-            await run_once(self.locks, "reminders", self.remind)
-            await self.refresh_unacked()
-            await asyncio.sleep(every)
+        jobs = {"spool-replay": self.replay_spool, "owed-alerts": self.deliver_owed, "reminders": self.remind}
+        steps = {name: functools.partial(run_once, self.locks, name, job) for name, job in jobs.items()}
+        await periodic.every(every, {**steps, "unacknowledged count": self.refresh_unacked})
 
     async def aclose(self, grace: float = 5.0) -> None:
         """Give alerts under way a moment to finish, then stop them; a last try for escalations kept in memory."""

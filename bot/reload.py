@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot import periodic
 from bot.content import Catalog
 from bot.engine import Engine
 from bot.health import CONTENT
@@ -150,12 +151,7 @@ class ContentWatcher:
 
     async def run(self) -> None:
         """Poll until cancelled; a failure in one poll is logged and the next poll goes on."""
-        while True:
-            await asyncio.sleep(self.interval)
-            try:
-                await self.poll()
-            except Exception:
-                log.exception("content watch failed; trying again in %g seconds", self.interval)
+        await periodic.every(self.interval, {"content watch": self.poll}, wait_first=True)
 
     def start(self) -> None:
         """Start polling in the background."""

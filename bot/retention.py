@@ -6,11 +6,11 @@ every process sees), so exactly one of them purges on a given day.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
 
+from bot import periodic
 from bot.errors import StoreError
 from bot.metrics import Metrics
 from bot.operators import purge_report, retention_cutoff
@@ -59,6 +59,4 @@ class Retention:
 
     async def run_forever(self, every: float = CHECK_EVERY) -> None:
         """Look every ``every`` seconds until cancelled; the first look is at start."""
-        while True:
-            await self.run_once()
-            await asyncio.sleep(every)
+        await periodic.every(every, {"daily purge": self.run_once})

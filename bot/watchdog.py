@@ -10,10 +10,10 @@ bot never writes its escalation log to a file it has lost, and only a restart (a
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from bot import periodic
 from bot.errors import CORRUPT, MISSING, REPLACED, UNOPENED, DatabaseFault, StoreError
 from bot.health import STORE, Faults
 from bot.metrics import Metrics
@@ -111,6 +111,4 @@ class Watchdog:
 
     async def run_forever(self) -> None:
         """Check every ``every`` seconds until cancelled."""
-        while True:
-            await self.watch_once()
-            await asyncio.sleep(self.every)
+        await periodic.every(self.every, {"database check": self.watch_once})

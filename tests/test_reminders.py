@@ -111,6 +111,36 @@ async def test_the_retry_loop_sends_the_reminders_that_are_due() -> None:
     assert remembered.sent == [("a", 1, 2)]
 
 
+async def test_a_retry_step_that_raises_is_logged_and_the_others_still_run_every_round(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    store, clock, remembered = MemoryStore(), Clock(), Remembered()
+    escalator = Escalator(store, alerter=alerted, clock=clock, reminders=Reminders(remembered, 60.0, 3))
+    await store.record_escalations(
+        [escalation("a", at=clock.now - 61, level=Level.IMMINENT, alerted_at=clock.now - 60)]
+    )
+    replays = 0
+
+    async def broken_replay() -> int:
+        nonlocal replays
+        replays += 1
+        raise ValueError("a bug in the spool reader")
+
+    monkeypatch.setattr(escalator, "replay_spool", broken_replay)
+    looping = asyncio.create_task(escalator.retry_forever(every=0.01))
+    try:
+        async with asyncio.timeout(5):
+            while len(remembered.sent) < 2:  # a second reminder: the loop outlived the failing step
+                clock.advance(61)
+                await asyncio.sleep(0.02)
+    finally:
+        looping.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await looping
+    assert replays >= 2
+    assert "spool-replay failed; it runs again in 0.01 s" in caplog.text and "a bug in the spool reader" in caplog.text
+
+
 async def test_replicas_on_one_postgresql_send_each_reminder_once(pg_url: str) -> None:
     clock = Clock()
     stores = [PostgresStore(pg_url) for _ in range(3)]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dtm
+import functools
 import json
 import logging
 import time
@@ -24,6 +25,7 @@ from dataclasses import replace
 from telegram import Bot, Update
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter, TelegramError
 
+from bot import periodic
 from bot.adapters.telegram.health import ACCESS, TelegramMetrics
 from bot.adapters.telegram.kept import kept
 from bot.adapters.telegram.lanes import Lanes, lane_of
@@ -296,9 +298,7 @@ class Journal:
     async def purge_forever(self, every: float = PURGE_EVERY, locks: Locks | None = None) -> None:
         """Purge now and every ``every`` seconds until cancelled; with ``locks``, one replica at a time."""
         locks = locks or LocalLocks()
-        while True:
-            await run_once(locks, "telegram-purge", self.purge)
-            await asyncio.sleep(every)
+        await periodic.every(every, {"journal purge": functools.partial(run_once, locks, "telegram-purge", self.purge)})
 
 
 class Intake:

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 
 from telegram import Bot, Update
 
+from bot import periodic
 from bot.adapters.telegram.inbound import RECENT_IDS, STORE_TIMEOUT, Journal, lane_of
 from bot.adapters.telegram.lanes import answer_one
 from bot.errors import ConfigError, StoreError
@@ -244,9 +245,7 @@ class SharedLanes:
 
     async def sweep_forever(self, every: float = SWEEP_EVERY) -> None:
         """Sweep every ``every`` seconds until cancelled."""
-        while True:
-            await asyncio.sleep(every)
-            await self.sweep(time.time())
+        await periodic.every(every, {"lane sweep": lambda: self.sweep(time.time())}, wait_first=True)
 
     async def wait_below(self, limit: int) -> None:
         """Return once fewer than ``limit`` updates are waiting."""
