@@ -20,6 +20,7 @@ from bot.models import Incoming, Reply
 from bot.store import Store
 from bot.store.memory import MemoryStore
 from bot.store.sqlite import SqliteStore
+from tests import processes
 from tests.pg_schema import pg_schema
 
 if TYPE_CHECKING:
@@ -73,6 +74,13 @@ def umask_022() -> Iterator[None]:
     before = os.umask(0o022)
     yield
     os.umask(before)
+
+
+@pytest.fixture(autouse=True)
+def _no_bot_left_running() -> Iterator[None]:
+    """A test that fails before stopping the bot processes it started leaves none of them running."""
+    yield
+    processes.kill_left_running()
 
 
 def mode(path: Path) -> int:

@@ -15,6 +15,7 @@ import pytest
 
 from bot.adapters.telegram.outbound import SEND_CONNECTIONS
 from bot.content import Catalog
+from tests import processes
 from tests.conftest import REPO
 from tests.fake_bot_api import FakeBotApi
 from tests.telegram_harness import transcripts
@@ -43,7 +44,7 @@ async def start(api: FakeBotApi, tmp_path: Path, name: str, *args: str, **extra:
     """``python -m bot run [args]`` against ``api``, logging to ``<name>.log``; ``extra`` adds settings."""
     log = (tmp_path / f"{name}.log").open("wb")
     try:
-        return await asyncio.create_subprocess_exec(
+        process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "bot",
@@ -56,6 +57,8 @@ async def start(api: FakeBotApi, tmp_path: Path, name: str, *args: str, **extra:
         )
     finally:
         log.close()
+    processes.STARTED.append(process)  # killed when the test ends, if it fails before stopping it
+    return process
 
 
 async def ended(process: asyncio.subprocess.Process) -> int:
@@ -175,3 +178,11 @@ def test_bad_settings_stop_the_bot_with_one_sentence(
     result = run("run", *args, env=env, tmp=tmp_path)
     assert result.returncode == 1
     assert result.stderr.startswith(message), result.stderr
+
+
+async def test_a_bot_a_test_leaves_running_is_killed_when_the_test_ends(api: FakeBotApi, tmp_path: Path) -> None:
+    process = await start(api, tmp_path, "left")
+    assert processes.STARTED[-1] is process
+    assert processes.kill_left_running() == [process.pid]  # what the autouse fixture does after every test
+    assert await ended(process) == -signal.SIGKILL
+    assert not processes.STARTED
