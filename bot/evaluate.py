@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from bot.content import Catalog
 from bot.conversations import KnownFailure, Sentence, SentenceSet
 from bot.engine import Engine
-from bot.matcher import Matcher, MatcherSettings, tokens_of
+from bot.matcher import Candidate, Matcher, MatcherSettings, tokens_of
 from bot.meaning import MeaningIndex, Vectors
 from bot.models import Incoming
 from bot.normalize import fold
@@ -269,12 +269,18 @@ def sweep(
             for weight, full in MEANING
             if (weight, full) != (now.weight, now.full)
         ]
+    texts = [r.sentence.text for r in (*evaluation.results, *evaluation.out_of_scope) if not r.crisis]
+    readings: dict[object, dict[str, tuple[list[Candidate], list[Candidate]] | None]] = {}
     rows = []
     for setting in settings:
         matcher = Matcher(catalog.phrases(), setting, meaning)
+        if setting.meaning not in readings:  # the threshold and margin leave a reading as it is: read once
+            readings[setting.meaning] = {text: matcher.reading(text) for text in dict.fromkeys(texts)}
+        read = readings[setting.meaning]
 
-        def reached(result: Result, matcher: Matcher = matcher) -> str | None:
-            return None if result.crisis else matcher.match(result.sentence.text).intent
+        def reached(result: Result, matcher: Matcher = matcher, read: dict = read) -> str | None:
+            reading = None if result.crisis else read[result.sentence.text]
+            return None if reading is None else matcher.choose(*reading).intent
 
         got = [(reached(r), r) for r in evaluation.results]
         wrong = [reached(r) for r in evaluation.out_of_scope]

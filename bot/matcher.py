@@ -463,12 +463,22 @@ class Matcher:
         A message whose sentences ask about two topics answers the clearer one and names the other
         in ``Match.also``, for the bot to offer as a button.
         """
+        reading = self.reading(text)
+        return Match(intent=None, score=0.0, reason="empty") if reading is None else self.choose(*reading)
+
+    def reading(self, text: str) -> tuple[list[Candidate], list[Candidate]] | None:
+        """Every intent's score, best first, and each asking sentence's best intent; ``None`` for no words.
+
+        What ``choose`` decides from: the threshold and margin do not change it, so a sweep reads each text once.
+        """
         tokens = tokens_of(text)
-        if not tokens:
-            return Match(intent=None, score=0.0, reason="empty")
-        ranked, asked = self._ranked(text, tokens)
-        found = self.decide(ranked)
-        clear = [c for c in asked if c.score >= self.settings.threshold and c.intent not in self._whole_only]
+        return self._ranked(text, tokens) if tokens else None
+
+    def choose(self, ranked: list[Candidate], asked: list[Candidate], settings: MatcherSettings | None = None) -> Match:
+        """The match a reading gives under ``settings`` (this matcher's own by default): threshold, margin, also."""
+        settings = settings or self.settings
+        found = self.decide(ranked, settings)
+        clear = [c for c in asked if c.score >= settings.threshold and c.intent not in self._whole_only]
         clear.sort(key=lambda candidate: candidate.score, reverse=True)
         two = {c.intent for c in clear[:2]}
         if found.reason == "ambiguous" and len(two) == 2 and two == {ranked[0].intent, ranked[1].intent}:
@@ -478,8 +488,9 @@ class Matcher:
         other = [c.intent for c in clear if c.intent != found.intent]
         return replace(found, also=other[0]) if other else found
 
-    def decide(self, ranked: list[Candidate]) -> Match:
-        """Apply the threshold and the ambiguity margin to ranked candidates."""
+    def decide(self, ranked: list[Candidate], settings: MatcherSettings | None = None) -> Match:
+        """Apply the threshold and the ambiguity margin (of ``settings``, else this matcher's) to ranked candidates."""
+        settings = settings or self.settings
         top = tuple(ranked[:3])
         if not ranked:
             return Match(intent=None, score=0.0, reason="low_confidence")
@@ -487,9 +498,9 @@ class Matcher:
         second = ranked[1] if len(ranked) > 1 else None
         runner_up = second.intent if second else None
         runner_up_score = second.score if second else 0.0
-        if first.score < self.settings.threshold:
+        if first.score < settings.threshold:
             reason = "low_confidence"
-        elif second is not None and first.score - second.score <= self.settings.margin:
+        elif second is not None and first.score - second.score <= settings.margin:
             reason = "ambiguous"
         else:
             return Match(first.intent, first.score, runner_up, runner_up_score, "matched", top)
