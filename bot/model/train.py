@@ -26,7 +26,7 @@ from bot.model.corpus import LABELS, NONE, Item
 from bot.model.runtime import CARD, FILES, MAX_TOKENS, MODEL, TOKENIZER, CrisisModel, model_text
 
 SEED = 20261201
-VERSION = "crisis-minilm-4"
+VERSION = "crisis-minilm-5"
 """The name the escalation log and the card give this model; bump it with every retrain."""
 
 
@@ -49,6 +49,8 @@ class Recipe:
     """The largest share of held-out hard negatives allowed at or above the crisis threshold."""
     conversation_false_alarms: float = 0.01
     """The largest share of the questions in tests/conversations/ (never trained on) allowed the check-in."""
+    conversation_crisis_replies: float = 0.0
+    """The largest share of those questions allowed the crisis reply: none (a question is never a crisis)."""
 
 
 def _typo(text: str, rng: random.Random) -> str:
@@ -270,7 +272,8 @@ def _calibrate(
     """Choose thresholds, check the quantised model against full precision, write the card.
 
     The concern threshold holds both the held-out share's false alarms and those of ``asked`` (people's questions
-    to the bot, none a crisis) to the recipe's shares.
+    to the bot, none a crisis) to the recipe's shares; the crisis threshold likewise, so that no question of
+    ``asked`` gets the crisis reply.
     """
     quantised = CrisisModel(out)
     negatives = np.array(_scores(quantised, [item.text for item in held if item.label == NONE]))
@@ -279,7 +282,11 @@ def _calibrate(
     concern = max(
         _threshold(negatives, recipe.concern_false_alarms), _threshold(questions, recipe.conversation_false_alarms)
     )
-    crisis = max(concern, _threshold(negatives, recipe.crisis_false_alarms))
+    crisis = max(
+        concern,
+        _threshold(negatives, recipe.crisis_false_alarms),
+        _threshold(questions, recipe.conversation_crisis_replies),
+    )
     held_scores = _scores(quantised, [item.text for item in positives])
     card["thresholds"] = {"concern": round(concern, 4), "crisis": round(crisis, 4), "others": 0.35}
     card["held_out"] = {
