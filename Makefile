@@ -38,7 +38,7 @@ format: $(VENV)/.dev  ## apply ruff's fixes and formatting
 test: lint  ## lint, then the whole test suite
 	$(BIN)/python -m pytest
 
-train: $(VENV)/.runtime  ## retrain the learned crisis screen (PyTorch's CPU build; about 15 minutes on two cores)
+train: $(VENV)/.runtime  ## retrain the learned crisis screen (PyTorch's CPU build; about 30 minutes on two cores)
 	$(BIN)/python -m pip install --quiet -e '.[train]' --extra-index-url https://download.pytorch.org/whl/cpu
 	$(BIN)/python -m bot safety train
 

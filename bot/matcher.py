@@ -458,19 +458,12 @@ class Matcher:
         return found
 
     def match(self, text: str) -> Match:
-        """Return the best intent for ``text``, or no intent with the reason.
-
-        A message whose sentences ask about two topics answers the clearer one and names the other
-        in ``Match.also``, for the bot to offer as a button.
-        """
+        """The best intent for ``text`` or none with the reason; of two topics asked, the other is ``Match.also``."""
         reading = self.reading(text)
         return Match(intent=None, score=0.0, reason="empty") if reading is None else self.choose(*reading)
 
     def reading(self, text: str) -> tuple[list[Candidate], list[Candidate]] | None:
-        """Every intent's score, best first, and each asking sentence's best intent; ``None`` for no words.
-
-        What ``choose`` decides from: the threshold and margin do not change it, so a sweep reads each text once.
-        """
+        """Every intent's score, best first, and each asking sentence's best; ``None`` for no words."""
         tokens = tokens_of(text)
         return self._ranked(text, tokens) if tokens else None
 
@@ -496,8 +489,7 @@ class Matcher:
             return Match(intent=None, score=0.0, reason="low_confidence")
         first = ranked[0]
         second = ranked[1] if len(ranked) > 1 else None
-        runner_up = second.intent if second else None
-        runner_up_score = second.score if second else 0.0
+        runner_up, runner_up_score = (second.intent, second.score) if second else (None, 0.0)
         if first.score < settings.threshold:
             reason = "low_confidence"
         elif second is not None and first.score - second.score <= settings.margin:
