@@ -35,8 +35,8 @@ format: $(VENV)/.dev  ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-test: lint  ## lint, then the whole test suite
-	$(BIN)/python -m pytest
+test: lint  ## lint, then the whole test suite on two workers (pytest-xdist)
+	$(BIN)/python -m pytest -n 2
 
 train: $(VENV)/.runtime  ## retrain the learned crisis screen (PyTorch's CPU build; about 30 minutes on two cores)
 	$(BIN)/python -m pip install --quiet -e '.[train]' --extra-index-url https://download.pytorch.org/whl/cpu

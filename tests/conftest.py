@@ -136,6 +136,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = [item for item in items if not _uses_pg(item)]
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """On a pytest-xdist worker, hand the skip line to the controller, which prints the summary."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None and _PG_PROBLEM in session.config.stash:
+        output["pg_problem"] = session.config.stash[_PG_PROBLEM]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """On the pytest-xdist controller, keep the skip line a worker handed over (every worker collects alike)."""
+    problem = getattr(node, "workeroutput", {}).get("pg_problem")
+    if problem:
+        node.config.stash[_PG_PROBLEM] = problem
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """The one line that says the PostgreSQL tests did not run, and what to set."""
     if _PG_PROBLEM in config.stash:
