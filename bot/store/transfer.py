@@ -10,6 +10,7 @@ import asyncpg
 
 from bot.errors import ConfigError, StoreError
 from bot.store.postgres import PostgresStore
+from bot.store.postgres_locks import FAULTS
 from bot.store.sqlite import SqliteStore
 
 TABLES: dict[str, tuple[str, ...]] = {
@@ -88,7 +89,7 @@ async def move_to_postgres(source: Path, url: str, *, force: bool = False, where
         pass
     try:
         connection = await asyncpg.connect(url)
-    except (asyncpg.PostgresError, OSError, TimeoutError) as error:
+    except FAULTS as error:
         raise StoreError(f"could not connect to {where}: {error or type(error).__name__}") from error
     try:
         async with connection.transaction():
@@ -102,7 +103,7 @@ async def move_to_postgres(source: Path, url: str, *, force: bool = False, where
                 await connection.execute(_EMPTY)
             for table, columns in TABLES.items():
                 await connection.copy_records_to_table(table, records=rows[table], columns=list(columns))
-    except asyncpg.PostgresError as error:
+    except FAULTS as error:
         raise StoreError(f"could not copy into {where} (nothing was changed): {error}") from error
     finally:
         await connection.close()
