@@ -17,7 +17,7 @@ EVAL_EXAMPLES = """examples:
   UNHOOKED_CRISIS_MODEL=off python -m bot safety eval --no-misses   # the lexicon alone"""
 TRAIN_EXAMPLES = """examples:
   pip install -e '.[train]'                 # PyTorch's CPU build and the base model (make train does both)
-  python -m bot safety train                # about 15 minutes on two cores; writes bot/model/files/"""
+  python -m bot safety train                # about 30 minutes on two cores; writes bot/model/files/"""
 REBUILD_EXAMPLES = """examples:
   pip install -e '.[train]'                 # PyTorch's CPU build and the base model (make rebuild does both)
   python -m bot safety rebuild              # a few minutes; rewrites bot/model/files/crisis.onnx and card.json

