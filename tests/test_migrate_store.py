@@ -1,8 +1,9 @@
-"""``python -m bot migrate-store``: a SQLite database moved into PostgreSQL, refused over a non-empty target."""
+"""``python -m bot migrate-store``: SQLite moved into PostgreSQL; a non-empty target or a bad row refused."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 
 import asyncpg
@@ -107,3 +108,17 @@ def test_migrate_store_has_help(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["migrate-store", "--help"])
     assert "Stop the bot first" in capsys.readouterr().out
+
+
+async def test_a_row_postgresql_cannot_take_is_reported_in_a_sentence_and_nothing_is_copied(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "unhooked.sqlite3"
+    await _fill(source)
+    with sqlite3.connect(source) as damaged:  # SQLite keeps a word in an integer column; asyncpg refuses it
+        damaged.execute("UPDATE sessions SET turns = 'nine' WHERE user_key = 'k2'")
+    damaged.close()
+    assert await asyncio.to_thread(main, ["migrate-store", str(source), pg_url]) == 1
+    assert "(nothing was changed): a row of sessions holds a value of the wrong type" in capsys.readouterr().err
+    async with PostgresStore(pg_url, migrate=False) as target:
+        assert await target.load_session("k1") is None  # the transaction was rolled back whole

@@ -102,7 +102,13 @@ async def move_to_postgres(source: Path, url: str, *, force: bool = False, where
             if held:
                 await connection.execute(_EMPTY)
             for table, columns in TABLES.items():
-                await connection.copy_records_to_table(table, records=rows[table], columns=list(columns))
+                try:
+                    await connection.copy_records_to_table(table, records=rows[table], columns=list(columns))
+                except (TypeError, ValueError) as error:  # asyncpg cannot encode a value SQLite let in
+                    raise StoreError(
+                        f"could not copy into {where} (nothing was changed): a row of {table} holds a value of the "
+                        f"wrong type ({error})"
+                    ) from error
     except FAULTS as error:
         raise StoreError(f"could not copy into {where} (nothing was changed): {error}") from error
     finally:
