@@ -7,10 +7,13 @@ lexicon answering alone, and says so in health, the logs and ``unhooked_crisis_m
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
@@ -34,6 +37,9 @@ RECENT = 4096
 """Verdicts kept for recent messages (by a hash of the text, never the text): an adapter that screens updates
 as they arrive, to put a crisis first, and the engine that answers each then read it once, not twice, even
 when a burst of this many waits to be answered."""
+
+Verdict = tuple[Screened | None, Detection | None]
+"""The message as the lexicon read it (``None`` if reading failed), and the most serious detection."""
 
 
 def _source(rule: Rule) -> str:
@@ -76,7 +82,13 @@ class CrisisScreen:
     ) -> None:
         self.faults = faults or Faults()
         self.metrics = metrics
-        self._recent: OrderedDict[int, tuple[Screened | None, Detection | None]] = OrderedDict()
+        self._recent: OrderedDict[int, Verdict] = OrderedDict()
+        self._lock = threading.Lock()
+        """Guards ``_recent`` and ``_generation``: ``prepare_apart`` screens on a thread of the screen's own."""
+        self._generation = 0
+        """Counts ``use``: a verdict reached under rules that have since changed is not kept."""
+        self._apart = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crisis-screen")
+        """One thread for ``prepare_apart``, started at its first use: batches are screened one after another."""
         self._slow: set[Rule] = set()
         """Rules whose pattern has run out of its time bound (reported under ``PATTERNS`` while they are used)."""
         self.rules: tuple[Rule, ...] = floor()  # raises FloorError, with a sentence, if the floor does not compile
@@ -94,8 +106,10 @@ class CrisisScreen:
         """Screen with ``rules`` (the floor and the catalogue's own) from the next message on."""
         rules = tuple(rules)
         safety.prepare(rules)  # never raises: a prefilter that cannot be built tries every rule
-        self.rules = rules
-        self._recent.clear()  # a verdict under the old rules no longer holds
+        with self._lock:
+            self.rules = rules
+            self._recent.clear()  # a verdict under the old rules no longer holds
+            self._generation += 1
         self._slow &= set(rules)  # a rule changed or removed is no longer the slow one
         still = {_source(rule) for rule in self._slow}
         for source in self.faults.of(PATTERNS):
@@ -106,33 +120,57 @@ class CrisisScreen:
         """The most serious detection for ``text`` from the lexicon and, below crisis, the model."""
         return self.read(text)[1]
 
-    def read(self, text: str) -> tuple[Screened | None, Detection | None]:
+    def read(self, text: str) -> Verdict:
         """The message as the lexicon read it (``None`` if reading failed), and the most serious detection."""
         key = hash(text)
-        if key not in self._recent:
-            self.prepare([text])
-        self._recent.move_to_end(key)
-        return self._recent[key]
+        with self._lock:
+            kept = self._recent.get(key)
+            if kept is not None:
+                self._recent.move_to_end(key)
+                return kept
+        return self._screen([text])[key]
 
     def prepare(self, texts: Sequence[str]) -> None:
         """Screen messages that arrived together, the model in one pass over them, keeping each verdict for ``read``.
 
         Only the messages the lexicon leaves below crisis go through the model; one read before is not read again.
         """
-        fresh = {hash(text): text for text in texts if hash(text) not in self._recent}
-        lexicon = {key: self._lexicon(text) for key, text in fresh.items()}
+        self._screen(texts)
+
+    async def prepare_apart(self, texts: Sequence[str]) -> None:
+        """``prepare`` on the screen's own thread, so that the event loop answers other messages meanwhile.
+
+        ONNX Runtime lets go of the interpreter while the model runs: on a second core, replies to the messages
+        before go out while this batch is read.
+        """
+        await asyncio.get_running_loop().run_in_executor(self._apart, self._screen, list(texts))
+
+    def close(self) -> None:
+        """Stop the screen's own thread once the batch it is reading (if any) is done."""
+        self._apart.shutdown(wait=True)
+
+    def _screen(self, texts: Sequence[str]) -> dict[int, Verdict]:
+        """Each text's verdict by its hash: kept ones as they are, the others read now and kept."""
+        with self._lock:
+            rules, generation = self.rules, self._generation
+            known = {hash(text): self._recent[hash(text)] for text in texts if hash(text) in self._recent}
+        fresh = {hash(text): text for text in texts if hash(text) not in known}
+        lexicon = {key: self._lexicon(text, rules) for key, text in fresh.items()}
         asked = [key for key, (_, found) in lexicon.items() if self._asks_model(found)]
         learned = dict(zip(asked, self._learned([fresh[key] for key in asked]), strict=True))
-        for key, (screened, found) in lexicon.items():
-            self._recent[key] = (screened, _most_serious(found, learned.get(key)))
-        while len(self._recent) > RECENT:
-            self._recent.popitem(last=False)
+        verdicts = {key: (read, _most_serious(found, learned.get(key))) for key, (read, found) in lexicon.items()}
+        with self._lock:
+            if generation == self._generation:
+                self._recent.update(verdicts)
+                while len(self._recent) > RECENT:
+                    self._recent.popitem(last=False)
+        return {**known, **verdicts}
 
-    def _lexicon(self, text: str) -> tuple[Screened | None, Detection | None]:
+    def _lexicon(self, text: str, rules: tuple[Rule, ...]) -> Verdict:
         timed_out: list[Rule] = []
         try:
             screened = screen(text)
-            found = safety.detect(screened, self.rules, timed_out=timed_out)
+            found = safety.detect(screened, rules, timed_out=timed_out)
         except Exception:
             log.exception("the crisis screen failed; answering with crisis resources to be safe")
             self._count("screen")

@@ -404,3 +404,4 @@ class Engine:
         """Write what is waiting and stop background work."""
         await self.escalator.aclose()
         await self.sessions.aclose()
+        self.screen.close()

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from bot import safety
+from bot.bounded import compile_pattern
 from bot.config import Settings
 from bot.crisis import MODEL, OFF, CrisisScreen
 from bot.errors import ConfigError
 from bot.health import Faults
+from bot.lexicon import Rule
 from bot.model import corpus
 from bot.model.runtime import CALL_TOKENS, CARD, FILES, CrisisModel, ModelError, model_text
 from bot.model.runtime import MODEL as MODEL_FILE
@@ -237,3 +241,60 @@ def test_messages_that_arrive_together_go_through_the_model_in_one_pass_and_are_
         "suicidal.kill_myself",
         "model.partner_danger",
     ]
+
+
+class _Held(_Counting):
+    """A model that holds each pass until the test lets it go, and says on which thread it ran."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started, self.go = threading.Event(), threading.Event()
+        self.threads: list[threading.Thread] = []
+
+    def detect(self, texts: list[str]) -> list[object]:
+        self.threads.append(threading.current_thread())
+        self.started.set()
+        if not self.go.wait(timeout=30):
+            raise RuntimeError("the test never let the pass go")
+        return super().detect(texts)
+
+
+async def _until(event: threading.Event) -> None:
+    while not event.is_set():
+        await asyncio.sleep(0.005)
+
+
+async def test_a_batch_screened_apart_leaves_the_event_loop_free_and_keeps_its_verdicts() -> None:
+    screen = CrisisScreen(OFF)
+    screen.model = held = _Held()
+    batch = asyncio.create_task(screen.prepare_apart(["he took my keys", "why do i miss him"]))
+    await _until(held.started)
+    assert not batch.done()  # the loop runs this line while the model is still reading the batch
+    held.go.set()
+    await batch
+    assert held.threads[0] is not threading.current_thread()
+    rules = [screen.detect(text).rule for text in ("he took my keys", "why do i miss him")]
+    assert rules == ["model.partner_danger"] * 2
+    assert held.calls == 1  # kept: the engine's reads ran no second pass
+    screen.close()
+
+
+async def test_rules_changed_while_a_batch_is_screened_apart_are_the_ones_its_messages_are_read_by() -> None:
+    screen = CrisisScreen(OFF)
+    screen.model = held = _Held()
+    batch = asyncio.create_task(screen.prepare_apart(["the yellow umbrella"]))
+    await _until(held.started)
+    code = Rule("test.yellow_umbrella", "method", Level.IMMINENT, compile_pattern(r"\byellow umbrella\b"))
+    screen.use((*screen.rules, code))  # a reload lands while the old rules' verdict is being worked out
+    held.go.set()
+    await batch
+    assert screen.detect("the yellow umbrella").rule == code.id  # the old rules' verdict was not kept
+    screen.close()
+
+
+async def test_a_screen_whose_thread_has_stopped_still_screens_on_the_caller() -> None:
+    screen = CrisisScreen(OFF)
+    screen.close()
+    with pytest.raises(RuntimeError):
+        await screen.prepare_apart(["he took my keys"])
+    assert screen.detect("I want to die").level.rank >= Level.CRISIS.rank

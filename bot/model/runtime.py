@@ -6,6 +6,7 @@ import hashlib
 import json
 import logging
 import re
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,6 +162,8 @@ class CrisisModel:
         self._tracks = np.array([TRACKS.get(label) is Track.OTHERS for label in LABELS])
         self._recent: OrderedDict[int, np.ndarray] = OrderedDict()
         """A text's hash (never the text) -> its first window's topic embedding, from a recent ``probabilities``."""
+        self._lock = threading.Lock()
+        """Guards ``_recent``: the crisis screen may run ``probabilities`` on a thread of its own."""
 
     def _windows(self, text: str) -> list[list[int]]:
         ids = self._tokenizer.encode(model_text(text), add_special_tokens=False).ids
@@ -199,17 +202,19 @@ class CrisisModel:
         return np.array(rows)
 
     def _remember(self, key: int, embedding: np.ndarray) -> None:
-        self._recent[key] = embedding
-        self._recent.move_to_end(key)
-        while len(self._recent) > RECENT:
-            self._recent.popitem(last=False)
+        with self._lock:
+            self._recent[key] = embedding
+            self._recent.move_to_end(key)
+            while len(self._recent) > RECENT:
+                self._recent.popitem(last=False)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Unit-length topic embeddings (the base model's, mean-pooled; a long text by its first window).
 
         A text the crisis head just read is not run again: its topic embedding came out of the same pass.
         """
-        found = {key: self._recent[key] for key in map(hash, texts) if key in self._recent}
+        with self._lock:
+            found = {key: self._recent[key] for key in map(hash, texts) if key in self._recent}
         missing = [text for text in dict.fromkeys(texts) if hash(text) not in found]
         if missing:
             _, embeddings = self._run([self._windows(text)[0] for text in missing])

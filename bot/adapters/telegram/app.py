@@ -201,9 +201,9 @@ class CrisisFirst:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def ahead(self, updates: Sequence[Update]) -> None:
-        """Screen updates that arrived together in one pass; each verdict is kept for the lanes and the engine."""
-        self.engine.screen.prepare([words for update in updates if (words := words_of(update))])
+    async def ahead(self, updates: Sequence[Update]) -> None:
+        """Screen updates that arrived together in one pass, off the event loop; each verdict is kept for the lanes."""
+        await self.engine.screen.prepare_apart([words for update in updates if (words := words_of(update))])
 
     def __call__(self, update: Update) -> bool:
         words = words_of(update)

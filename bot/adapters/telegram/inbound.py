@@ -309,7 +309,7 @@ class Intake:
         journal: Journal,
         lanes: Lanes,
         metrics: TelegramMetrics | None = None,
-        ahead: Callable[[Sequence[Update]], None] | None = None,
+        ahead: Callable[[Sequence[Update]], Awaitable[None]] | None = None,
     ) -> None:
         self.journal = journal
         self.lanes = lanes
@@ -317,10 +317,10 @@ class Intake:
         self._ahead = ahead
         """Told each batch before it is queued (the crisis screen reads a batch's messages in one pass)."""
 
-    def _queue(self, updates: Sequence[Update]) -> None:
+    async def _queue(self, updates: Sequence[Update]) -> None:
         if self._ahead is not None and updates:
             try:
-                self._ahead(updates)
+                await self._ahead(updates)
             except Exception:  # only a saving: each update is screened again as it is queued
                 log.exception("could not screen a batch of %d updates at once; screening them one by one", len(updates))
         for update in updates:
@@ -329,14 +329,14 @@ class Intake:
     async def receive(self, updates: Sequence[Update]) -> None:
         """Journal the batch durably, then queue those still to answer."""
         admitted = await self.journal.admit(updates)
-        self._queue(admitted)
+        await self._queue(admitted)
         if self.metrics is not None:
             self.metrics.updates.inc(amount=len(admitted))
 
     async def replay(self, bot: Bot) -> int:
         """Queue what an earlier run journalled and never answered (a crash); return how many."""
         found = await self.journal.unanswered(bot)
-        self._queue(found)
+        await self._queue(found)
         if found:
             log.warning("answering %d updates left unanswered by the last run", len(found))
         return len(found)
