@@ -151,10 +151,11 @@ class CrisisScreen:
 
     def _screen(self, texts: Sequence[str]) -> dict[int, Verdict]:
         """Each text's verdict by its hash: kept ones as they are, the others read now and kept."""
+        keyed = {hash(text): text for text in texts}
         with self._lock:
             rules, generation = self.rules, self._generation
-            known = {hash(text): self._recent[hash(text)] for text in texts if hash(text) in self._recent}
-        fresh = {hash(text): text for text in texts if hash(text) not in known}
+            known = {key: self._recent[key] for key in keyed if key in self._recent}
+        fresh = {key: text for key, text in keyed.items() if key not in known}
         lexicon = {key: self._lexicon(text, rules) for key, text in fresh.items()}
         asked = [key for key, (_, found) in lexicon.items() if self._asks_model(found)]
         learned = dict(zip(asked, self._learned([fresh[key] for key in asked]), strict=True))
