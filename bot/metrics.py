@@ -9,6 +9,7 @@ categories), never from what a person wrote or who they are.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -69,18 +70,20 @@ class Metric:
 
 
 class Counter(Metric):
-    """A count that only goes up, per combination of label values."""
+    """A count that only goes up, per combination of label values; safe to count from the crisis screen's thread."""
 
     kind = "counter"
 
     def __init__(self, name: str, help_text: str, labels: Sequence[str] = ()) -> None:
         super().__init__(name, help_text, labels)
         self._values: dict[tuple[str, ...], float] = {} if labels else {(): 0.0}
+        self._lock = threading.Lock()
 
     def zero(self, *keys: Sequence[str]) -> Counter:
         """Show these label values at 0 until they are first counted, so ``increase()`` sees the first one."""
-        for values in keys:
-            self._values.setdefault(self._key(values), 0.0)
+        with self._lock:
+            for values in keys:
+                self._values.setdefault(self._key(values), 0.0)
         return self
 
     def inc(self, *values: str, amount: float = 1.0) -> None:
@@ -88,7 +91,8 @@ class Counter(Metric):
         if amount < 0:
             raise ValueError(f"{self.name} is a counter; it cannot go down")
         key = self._key(values)
-        self._values[key] = self._values.get(key, 0.0) + amount
+        with self._lock:
+            self._values[key] = self._values.get(key, 0.0) + amount
 
     def value(self, *values: str) -> float:
         """The count for these label values (0 if never counted)."""
@@ -96,10 +100,13 @@ class Counter(Metric):
 
     def total(self) -> float:
         """The sum over every combination of label values."""
-        return sum(self._values.values())
+        with self._lock:
+            return sum(self._values.values())
 
     def lines(self) -> Iterable[str]:
-        for key, value in sorted(self._values.items()):
+        with self._lock:
+            values = sorted(self._values.items())
+        for key, value in values:
             yield f"{self.name}{_labels(self.labels, key)} {_number(value)}"
 
 

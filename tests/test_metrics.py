@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -83,6 +85,22 @@ def test_the_registry_refuses_mistakes() -> None:
         counter.inc("a", amount=-1)
     with pytest.raises(ValueError, match="rising order"):
         registry.histogram("demo_seconds", "Durations.", (1.0, 0.5))
+
+
+def test_a_counter_loses_no_increment_from_several_threads() -> None:
+    counter = Registry().counter("demo_total", "A count.", ("kind",))
+    each = 100_000
+    was = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can, so a race would show
+    try:
+        workers = [threading.Thread(target=lambda: [counter.inc("a") for _ in range(each)]) for _ in range(4)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    finally:
+        sys.setswitchinterval(was)
+    assert counter.value("a") == 4 * each
 
 
 async def test_the_engine_counts_messages_intents_fallbacks_concerns_and_escalations(
