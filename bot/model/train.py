@@ -26,7 +26,7 @@ from bot.model.corpus import LABELS, NONE, Item
 from bot.model.runtime import CARD, FILES, MAX_TOKENS, MODEL, TOKENIZER, CrisisModel, model_text
 
 SEED = 20261201
-VERSION = "crisis-minilm-5"
+VERSION = "crisis-minilm-6"
 """The name the escalation log and the card give this model; bump it with every retrain."""
 
 
