@@ -11,6 +11,11 @@ import yaml
 
 from bot.models import Problem
 
+try:
+    from yaml.cyaml import CParser
+except ImportError:  # pragma: no cover - a PyYAML built without libyaml reads every file with _Loader
+    CParser = None
+
 MAX_FILE_BYTES = 1_000_000
 """A content file larger than this is refused before parsing."""
 MAX_DEPTH = 20
@@ -31,17 +36,15 @@ class YamlList(list):
     lines: list[int]
 
 
-class _Loader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that records line numbers and refuses aliases, duplicate keys and deep nesting.
+class _Checks:
+    """What both loaders add to PyYAML: line numbers, and aliases, duplicate keys and deep nesting refused.
 
     Aliases are refused before anything is built from them, so an alias bomb ("billion laughs")
     costs nothing; nesting is capped, so a file of ``[[[[...`` cannot exhaust the stack; and a
     value that a tag cannot read (``!!float abc``, a 5,000-digit number) becomes a marked error.
     """
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._depth = 0
+    _depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -78,7 +81,7 @@ class _Loader(yaml.SafeLoader):
             ) from None
 
 
-def _construct_map(loader: _Loader, node: yaml.MappingNode) -> YamlMap:
+def _construct_map(loader: _Checks, node: yaml.MappingNode) -> YamlMap:
     loader.flatten_mapping(node)
     data = YamlMap()
     data.line = node.start_mark.line + 1
@@ -96,15 +99,39 @@ def _construct_map(loader: _Loader, node: yaml.MappingNode) -> YamlMap:
     return data
 
 
-def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> YamlList:
+def _construct_seq(loader: _Checks, node: yaml.SequenceNode) -> YamlList:
     data = YamlList(loader.construct_object(child, deep=True) for child in node.value)
     data.line = node.start_mark.line + 1
     data.lines = [child.start_mark.line + 1 for child in node.value]
     return data
 
 
-_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
-_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+class _Loader(_Checks, yaml.SafeLoader):
+    """The pure-Python loader: PyYAML's own messages for every malformed file, and the fallback without libyaml."""
+
+
+if CParser is None:  # pragma: no cover - a PyYAML built without libyaml reads every file with _Loader alone
+    LOADERS: tuple[type, ...] = (_Loader,)
+else:
+
+    class _FastLoader(
+        _Checks, yaml.composer.Composer, CParser, yaml.constructor.SafeConstructor, yaml.resolver.Resolver
+    ):
+        """``_Loader`` with libyaml's scanner and parser underneath: several times quicker, the same data and lines."""
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            yaml.composer.Composer.__init__(self)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+
+    LOADERS = (_FastLoader, _Loader)
+"""The loaders ``read_yaml`` tries in turn: a file the first refuses is read again by ``_Loader``, the pure-Python
+one, so that every message and line is PyYAML's own."""
+
+for _loader in LOADERS:
+    _loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+    _loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
 
 
 def read_yaml(path: Path) -> tuple[Any, list[Problem]]:
@@ -120,6 +147,11 @@ def read_yaml(path: Path) -> tuple[Any, list[Problem]]:
         return None, [Problem(path, 1, "error", f"the file is not UTF-8 text ({error.reason}); save it as UTF-8")]
     except OSError as error:
         return None, [Problem(path, 1, "error", f"the file cannot be read: {error.strerror or error}")]
+    for faster in LOADERS[:-1]:
+        try:
+            return yaml.load(text, Loader=faster), []  # noqa: S506 - a SafeConstructor with _Loader's checks
+        except (yaml.YAMLError, RecursionError, MemoryError):
+            pass  # read again below, for PyYAML's own message and line
     try:
         return yaml.load(text, Loader=_Loader), []  # noqa: S506 - _Loader is a SafeLoader
     except yaml.reader.ReaderError as error:

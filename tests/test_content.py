@@ -6,10 +6,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bot.content import load_catalog, read_content
 from bot.errors import ContentError
-from bot.yamlfile import MAX_FILE_BYTES
+from bot.yamlfile import LOADERS, MAX_FILE_BYTES, read_yaml
 from tests.conftest import REPO
 
 Writer = Callable[[dict[str, str]], Path]
@@ -268,3 +269,31 @@ def test_an_empty_or_missing_safety_file_is_fine(write_content: Writer) -> None:
     (root / "safety").mkdir()
     (root / "safety" / "patterns.yml").write_text("# nothing yet\npatterns:\n")
     assert load_catalog(root).safety_rules == ()
+
+
+def _lines(data: object) -> object:
+    """Every mapping's and list's lines, nested as the data is."""
+    if isinstance(data, dict):
+        return data.line, data.lines, [_lines(value) for value in data.values()]  # type: ignore[attr-defined]
+    if isinstance(data, list):
+        return data.line, data.lines, [_lines(value) for value in data]  # type: ignore[attr-defined]
+    return None
+
+
+def test_libyaml_and_pure_python_read_every_shipped_yaml_file_alike() -> None:
+    assert len(LOADERS) == 2, "PyYAML without libyaml: content loads at a fraction of the speed"
+    fast_loader, slow_loader = LOADERS
+    files = [path for folder in ("intents", "responses", "safety", "tests") for path in (REPO / folder).rglob("*.y*ml")]
+    assert len(files) > 150
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        slow, fast = yaml.load(text, Loader=slow_loader), yaml.load(text, Loader=fast_loader)  # noqa: S506
+        assert fast == slow and _lines(fast) == _lines(slow), path
+
+
+def test_a_file_libyaml_refuses_gets_pure_python_yamls_message(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yml"
+    path.write_text("intent: x\nexamples:\n  - 'never closed\n  - fine\n", encoding="utf-8")
+    data, problems = read_yaml(path)
+    assert data is None and [problem.line for problem in problems] == [3]
+    assert "the quote opened on this line is never closed" in problems[0].message
