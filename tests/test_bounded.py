@@ -4,6 +4,8 @@ and a pattern that slips past it runs out of its time bound, counts as a match, 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -158,3 +160,25 @@ def test_an_example_that_runs_out_of_the_bound_is_an_error(mini_content: Callabl
     problems = [str(problem) for problem in check(root).problems if problem.level == "error"]
     expected = f"{root}/safety/patterns.yml:{line_of(text, '      - ' + LAUGHING)}: error: safety pattern 'local.hits'"
     assert len(problems) == 1 and problems[0].startswith(expected) and "took more than 0.1 s" in problems[0]
+
+
+def test_a_search_that_ends_within_its_bound_is_not_stopped_by_another_thread_keeping_the_interpreter_busy() -> None:
+    pattern = bounded.compile_pattern(r"(?:a|aa)+b")  # backtracks: a few milliseconds on these 21 letters
+    text = "a" * 21
+    started = time.thread_time()
+    assert bounded.search(pattern, text) is False
+    assert time.thread_time() - started < bounded.BOUND / 2, "this machine is too slow for the test's pattern"
+    stop = threading.Event()
+
+    def busy() -> None:  # the event loop, say, running Python while the crisis screen's thread searches
+        while not stop.is_set():
+            sum(range(10_000))
+
+    other = threading.Thread(target=busy)
+    other.start()
+    try:
+        found = [bounded.search(pattern, text) for _ in range(10)]
+    finally:
+        stop.set()
+        other.join()
+    assert found == [False] * 10  # not None: no search ran out of a bound it did not spend
