@@ -197,6 +197,8 @@ class FakeBotApi:
         """getUpdates confirmed every update below this id; Telegram forgot them."""
         self.handed_out: list[int] = []
         """Every update id handed to the bot, once per time it was handed out."""
+        self.handed_at: dict[int, int] = {}
+        """For each update handed to the bot, how many requests had been answered when it first was."""
         self._update_ids = itertools.count(1_000)
         self._message_ids: dict[int, itertools.count[int]] = {}
         self._query_ids = itertools.count(1)
@@ -585,6 +587,8 @@ class FakeBotApi:
                 )
         batch = self._pending[:limit]
         self.handed_out.extend(u["update_id"] for u in batch)
+        for update in batch:
+            self.handed_at.setdefault(update["update_id"], len(self.calls))
         self.delivered = max(self.delivered, len(batch) and batch[-1]["update_id"])
         return batch
 
@@ -697,6 +701,7 @@ class FakeBotApi:
                 if accepted:
                     self._pending.pop(0)
                     self.handed_out.append(update["update_id"])
+                    self.handed_at.setdefault(update["update_id"], len(self.calls))
                     self.delivered = max(self.delivered, update["update_id"])
                     self._notify()
                 else:

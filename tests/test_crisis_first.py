@@ -13,27 +13,31 @@ LATE = 7001
 ESCALATION_ID = re.compile(r"Id: ([0-9a-f]{32})")
 
 
-def delivered_to(api: FakeBotApi) -> list[int]:
-    """The chats of every sendMessage Telegram accepted, in the order it accepted them."""
-    return [call.params["chat_id"] for call in api.requests("sendMessage") if call.status == 200]
-
-
 async def test_a_crisis_message_takes_its_chat_ahead_of_the_backlog(api: FakeBotApi, tmp_path: Path) -> None:
     backlog = range(5001, 5201)
     for person in backlog:
         api.send(person, "hello")
     api.send(LATE, "hello")
     api.send(LATE, "who are you")
-    api.send(LATE, "I want to die")
-    async with telegram_bot(api, tmp_path, sends_per_second=200.0, max_concurrent_chats=4) as tg:
+    in_crisis = api.send(LATE, "I want to die")
+    async with telegram_bot(api, tmp_path, sends_per_second=100.0, max_concurrent_chats=4) as tg:
         await tg.settle(timeout=60)
         assert tg.bot.answered == 203
-    people = [chat for chat in delivered_to(api) if chat != OPERATORS]
     replies = [message.text for message in api.sent(LATE)]
     crisis = next(number for number, text in enumerate(replies) if "988" in text)
     assert crisis >= 2  # the chat's own order is kept: its two earlier messages are answered first
-    late = [number for number, chat in enumerate(people) if chat == LATE]
-    assert late[crisis] < 30, f"the crisis reply was reply {late[crisis] + 1} of {len(people)}"
+    # Counted from the moment the bot fetched the crisis message, and against a quarter of the backlog: in
+    # first-come order about 195 go first; here about 12 do (the chats already under way), and a busy CI machine
+    # screening the earlier batches slowly once let 30 through, which a fixed bound of 30 failed on.
+    since = [call.params for call in api.calls[api.handed_at[in_crisis] :] if call.method == "sendMessage"]
+    people = [params for params in since if params["chat_id"] != OPERATORS]
+    reply = next(
+        number for number, params in enumerate(people) if params["chat_id"] == LATE and "988" in params["text"]
+    )
+    ahead = sum(params["chat_id"] != LATE for params in people[:reply])
+    assert ahead < len(backlog) // 4, (
+        f"{ahead} of the backlog were answered after the crisis message came, before its reply"
+    )
 
 
 async def test_alerts_come_together_and_a_429_in_the_operators_chat_pauses_only_alerts(
