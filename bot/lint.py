@@ -12,14 +12,15 @@ Errors and warnings are chosen by what a mistake does to a person reading the bo
   duplicate example (the same words in two intents make every message like them ambiguous, and
   within one intent they are dead weight), a passage too long to send as one message.
 * **warnings** (reported, content still served): things that make matching or maintenance worse
-  but say nothing false: near-collisions between intents (the matcher's margin rule already turns
-  a close call into an honest "which did you mean?"), unused passages, intents without test
-  sentences, passages long enough to be a wall of text on a phone.
+  but say nothing false: near-collisions (an example that, held out, the matcher gives to another
+  intent), unused passages, intents without test sentences, passages long enough to be a wall of
+  text on a phone.
 * **notes**: facts about the check itself, e.g. a content folder has no test sentences.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Iterator
@@ -198,36 +199,45 @@ def reviewed(path: Path, line: int, cache: dict[Path, list[str]]) -> frozenset[s
     return frozenset(found.group(1).replace(",", " ").split()) if found else frozenset()
 
 
-def near_collisions(catalog: Catalog, settings: MatcherSettings | None = None) -> Iterator[Problem]:
-    """Examples of one intent that the production matcher scores above the threshold for another intent.
+FOLDS = 5
+"""``near_collisions`` holds out every fifth example of each intent in turn: five matchers cover the catalogue."""
 
-    A warning a moderator has looked at is silenced in the file itself: ``# reviewed: other_intent``
-    at the end of the example's line (a collision with any other intent still warns).
+
+def near_collisions(catalog: Catalog, settings: MatcherSettings | None = None) -> Iterator[Problem]:
+    """Examples that the production matcher, with them held out, gives to another intent.
+
+    Cross-validation, as Rasa's ``test nlu`` does it: each example is matched by a matcher built without it
+    (and without every fifth example of each intent beside it). One that goes to another intent says a
+    message worded like it would get that intent's passages; a close call between two intents is left
+    out, since the margin rule already turns it into an honest "which did you mean?". A warning a
+    moderator has looked at is silenced in the file itself: ``# reviewed: other_intent`` at the end of
+    the example's line (a collision with any other intent still warns).
     """
     settings = settings or MatcherSettings()
-    matcher = Matcher(catalog.phrases(), settings)
-    reported: set[frozenset[tuple[str, int]]] = set()
+    phrases = catalog.phrases()
     files: dict[Path, list[str]] = {}
-    for intent in catalog.intents.values():
-        for example in intent.examples:
-            for hit in matcher.rank(example.text):
-                if hit.score < settings.threshold:
-                    break
-                if hit.intent == intent.id or hit.intent in reviewed(intent.path, example.line, files):
+    for fold in range(FOLDS):
+        held_out = [
+            dataclasses.replace(
+                each, examples=tuple(text for at, text in enumerate(each.examples) if at % FOLDS != fold)
+            )
+            for each in phrases
+        ]
+        matcher = Matcher(held_out, settings)
+        for intent in catalog.intents.values():
+            for example in intent.examples[fold::FOLDS]:
+                found = matcher.match(example.text)
+                if found.intent in (None, intent.id) or found.intent in reviewed(intent.path, example.line, files):
                     continue
-                other = catalog.intents[hit.intent]
-                what, line = _source(other, hit.example)
-                pair = frozenset({(intent.id, example.line), (hit.intent, line)})
-                if pair in reported:
-                    continue
-                reported.add(pair)
+                other = catalog.intents[found.intent]
+                what, line = _source(other, found.candidates[0].example)
                 yield _warning(
                     intent.path,
                     example.line,
-                    f"example {example.text!r} of {intent.id!r} scores {hit.score:.0f} for {hit.intent!r}"
-                    f" (its {what} at {other.path}:{line}); the threshold is"
-                    f" {settings.threshold:.0f}, so messages like it may go to either: make them more distinct,"
-                    f" or end this line with `# reviewed: {hit.intent}` if they are fine as they are",
+                    f"example {example.text!r} of {intent.id!r}, held out, goes to {found.intent!r} (score"
+                    f" {found.score:.0f}, from its {what} at {other.path}:{line}): messages worded like it get"
+                    f" the passages of {found.intent!r}; make them more distinct, add examples like it to"
+                    f" {intent.id!r}, or end this line with `# reviewed: {found.intent}` if that answer is fine",
                 )
 
 
