@@ -392,7 +392,7 @@ def lint(
     """Every check on loaded content; ``tests_dir`` defaults to ``tests/conversations`` under ``root``.
 
     ``collisions=False`` leaves out the near-collision check: it only warns, and it costs the most
-    (every example against every other intent), so the serving path skips it. ``complete=False`` says
+    (five matchers built, every example matched), so the serving path skips it. ``complete=False`` says
     some files did not load: the checks that need every intent and passage (unused passages, test
     sentences naming intents) are left out rather than report what the missing files hold.
     """

@@ -16,6 +16,8 @@ Mini = Callable[..., Path]
 
 MISS = MINI_CONTENT["intents/miss.yml"]
 HELLO = MINI_CONTENT["intents/hello.yml"]
+COLLIDING = HELLO.replace("  - good morning", "  - I keep missing her every night\n  - good")
+"""hello with an example of miss's wording: held out, it goes to miss."""
 QUOTES = MINI_CONTENT["responses/miss.yml"]
 POLICY = MINI_CONTENT["policy/banned_advice.yml"]
 
@@ -58,7 +60,7 @@ def test_the_shipped_content_has_no_errors() -> None:
             "intents/miss.yml:7: error: keyword 'miss them' is already a keyword of 'hello' (",
         ),
         (
-            {"intents/hello.yml": HELLO.replace("  - good morning", "  - I keep missing her every night\n  - good")},
+            {"intents/hello.yml": COLLIDING},
             "intents/hello.yml:5: warning: example 'I keep missing her every night' of 'hello', held out, goes to",
         ),
         (
@@ -205,9 +207,7 @@ def test_each_problem_is_named_with_its_file_line_and_level(
 
 
 def test_an_example_that_goes_to_another_intent_when_held_out_is_named_with_what_took_it(mini_content: Mini) -> None:
-    root = mini_content(
-        {"intents/hello.yml": HELLO.replace("  - good morning", "  - I keep missing her every night\n  - good")}
-    )
+    root = mini_content({"intents/hello.yml": COLLIDING})
     [collision] = [problem for problem in found(root) if "held out" in problem]
     assert collision.startswith(f"{root}/intents/hello.yml:5: warning:")
     assert f"goes to 'miss' (score 88, from its keyword 'miss them' at {root}/intents/miss.yml:7)" in collision
@@ -216,13 +216,10 @@ def test_an_example_that_goes_to_another_intent_when_held_out_is_named_with_what
 def test_an_example_its_own_intent_still_wins_is_not_reported(mini_content: Mini) -> None:
     # "I keep missing her every day" scores above the threshold for hello's "... every night" as well, but held
     # out it still goes to miss: a message like it is answered rightly, so there is nothing to warn about.
-    root = mini_content(
-        {"intents/hello.yml": HELLO.replace("  - good morning", "  - I keep missing her every night\n  - good")}
-    )
+    root = mini_content({"intents/hello.yml": COLLIDING})
     catalog = load_catalog(root)
-    matcher = Matcher(catalog.phrases())
-    assert [hit.intent for hit in matcher.rank("I keep missing her every day")[:2]] == ["miss", "hello"]
-    assert matcher.rank("I keep missing her every day")[1].score >= MatcherSettings().threshold
+    first, second = Matcher(catalog.phrases()).rank("I keep missing her every day")[:2]
+    assert (first.intent, second.intent) == ("miss", "hello") and second.score >= MatcherSettings().threshold
     assert not [problem for problem in found(root) if problem.startswith(f"{root}/intents/miss.yml")]
 
 
@@ -265,8 +262,6 @@ def test_a_check_that_crashes_refuses_the_content_instead_of_stopping_the_bot(
 
 
 def test_serving_leaves_out_the_near_collision_warnings_that_check_lists(mini_content: Mini) -> None:
-    root = mini_content(
-        {"intents/hello.yml": HELLO.replace("  - good morning", "  - I keep missing her every night\n  - good")}
-    )
+    root = mini_content({"intents/hello.yml": COLLIDING})
     assert check_content(root)[1] == []
     assert [problem.level for problem in check_content(root, collisions=True)[1]] == ["warning"]
