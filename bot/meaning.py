@@ -45,11 +45,11 @@ SHIPPED = "example-vectors.npz"
 class MeaningSettings:
     """How the nearest example's cosine similarity becomes a score, and its share beside rapidfuzz's."""
 
-    weight: float = 0.4
+    weight: float = 0.5
     """An intent's score is this share of its meaning score, the rest its fuzzy score."""
     floor: float = 0.0
     """The cosine similarity to the nearest example that counts as a meaning score of 0."""
-    full: float = 0.75
+    full: float = 0.8
     """The cosine similarity that counts as a meaning score of 100 (a close paraphrase, for stock MiniLM)."""
     fuzzy_floor: float = 40.0
     """The fuzzy score of an intent the fuzzy scorers did not find at all."""

@@ -31,12 +31,12 @@ async def test_a_good_edit_is_served_from_the_next_message(engine: Engine, tmp_p
     root = copy_content(tmp_path)
     greeting = root / "intents" / "greeting.yml"
     chat = Chat(engine)
-    await chat.say("howdy partner")
+    await chat.say("ahoy matey")
     assert chat.last.match.intent is None
-    greeting.write_text(greeting.read_text().replace("examples:\n", "examples:\n  - howdy partner\n"))
+    greeting.write_text(greeting.read_text().replace("examples:\n", "examples:\n  - ahoy matey\n"))
     result = reload_content(engine, root)
     assert result.applied and result.errors == ()
-    await chat.say("howdy partner")
+    await chat.say("ahoy matey")
     assert chat.last.match.intent == "greeting"
 
 
