@@ -326,8 +326,10 @@ def _match(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    root = explain.here(Settings.from_env().content_dir)
-    report = checking.check(root, args.tests)
+    settings = Settings.from_env()
+    root = explain.here(settings.content_dir)
+    # the examples' vectors come from the model's folder; what `check` embeds besides stays in memory
+    report = checking.check(root, args.tests, vectors_for(settings.meaning_folder))
     sys.stdout.write(report.as_json() if args.json else report.as_text())
     return report.exit_code(fail_on_warnings=args.fail_on_warnings)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bot.content import Catalog, read_content
 from bot.lint import lint
+from bot.meaning import Vectors
 from bot.models import Problem
 from bot.rules import check_floor
 
@@ -68,11 +69,14 @@ def _here(path: Path) -> Path:
         return path
 
 
-def check(root: Path, tests_dir: Path | None = None) -> Report:
-    """Compile the floor and try its examples, load the content under ``root`` and check every file that loaded."""
+def check(root: Path, tests_dir: Path | None = None, vectors: Vectors | None = None) -> Report:
+    """Compile the floor and try its examples, load the content under ``root`` and check every file that loaded.
+
+    ``vectors`` (the example vectors of meaning-based matching) lets the near-collision check match as the bot does.
+    """
     catalog, problems = read_content(root, partial=True)
     problems += [replace(problem, path=_here(problem.path)) for problem in check_floor()]
     if catalog is not None:
         complete = not any(problem.level == "error" for problem in problems)
-        problems += lint(catalog, root, tests_dir, complete=complete)
+        problems += lint(catalog, root, tests_dir, complete=complete, vectors=vectors)
     return Report(tuple(sorted(problems, key=lambda p: (str(p.path), p.line))), catalog)

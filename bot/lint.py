@@ -32,6 +32,7 @@ from bot.article import Article
 from bot.content import Catalog, read_content
 from bot.conversations import SentenceSet, read_sentences
 from bot.matcher import Matcher, MatcherSettings, tokens_of
+from bot.meaning import Vectors, examples_index
 from bot.models import Intent, Problem
 from bot.normalize import for_matching
 from bot.yamlfile import FieldReader, YamlList, YamlMap, read_yaml
@@ -203,8 +204,10 @@ FOLDS = 5
 """``near_collisions`` holds out every fifth example of each intent in turn: five matchers cover the catalogue."""
 
 
-def near_collisions(catalog: Catalog, settings: MatcherSettings | None = None) -> Iterator[Problem]:
-    """Examples that the production matcher, with them held out, gives to another intent.
+def near_collisions(
+    catalog: Catalog, settings: MatcherSettings | None = None, vectors: Vectors | None = None
+) -> Iterator[Problem]:
+    """Examples that the production matcher (by meaning too, given ``vectors``), with them held out, gives elsewhere.
 
     Cross-validation, as Rasa's ``test nlu`` does it: each example is matched by a matcher built without it
     (and without every fifth example of each intent beside it). One that goes to another intent says a
@@ -223,19 +226,26 @@ def near_collisions(catalog: Catalog, settings: MatcherSettings | None = None) -
             )
             for each in phrases
         ]
-        matcher = Matcher(held_out, settings)
+        meaning = None if vectors is None else examples_index(vectors, [(p.intent, p.examples) for p in held_out])
+        matcher = Matcher(held_out, settings, meaning)
         for intent in catalog.intents.values():
             for example in intent.examples[fold::FOLDS]:
                 found = matcher.match(example.text)
                 if found.intent in (None, intent.id) or found.intent in reviewed(intent.path, example.line, files):
                     continue
                 other = catalog.intents[found.intent]
-                what, line = _source(other, found.candidates[0].example)
+                top = found.candidates[0]
+                what, line = _source(other, top.nearest if top.example.startswith("meaning: ") else top.example)
+                source = f"its {what} at {other.path}:{line}"
+                scorers = "" if top.meaning is None else f": fuzzy {top.fuzzy:.0f}, meaning {top.meaning:.0f}"
+                if top.nearest and not top.example.startswith("meaning: ") and top.nearest != top.example:
+                    near, near_line = _source(other, top.nearest)
+                    source += f", and nearest in meaning its {near} at {other.path}:{near_line}"
                 yield _warning(
                     intent.path,
                     example.line,
                     f"example {example.text!r} of {intent.id!r}, held out, goes to {found.intent!r} (score"
-                    f" {found.score:.0f}, from its {what} at {other.path}:{line}): messages worded like it get"
+                    f" {found.score:.0f}{scorers}, from {source}): messages worded like it get"
                     f" the passages of {found.intent!r}; make them more distinct, add examples like it to"
                     f" {intent.id!r}, or end this line with `# reviewed: {found.intent}` if that answer is fine",
                 )
@@ -387,14 +397,21 @@ def hotline_numbers(root: Path) -> Iterator[Problem]:
 
 
 def lint(
-    catalog: Catalog, root: Path, tests_dir: Path | None = None, *, collisions: bool = True, complete: bool = True
+    catalog: Catalog,
+    root: Path,
+    tests_dir: Path | None = None,
+    *,
+    collisions: bool = True,
+    complete: bool = True,
+    vectors: Vectors | None = None,
 ) -> list[Problem]:
     """Every check on loaded content; ``tests_dir`` defaults to ``tests/conversations`` under ``root``.
 
     ``collisions=False`` leaves out the near-collision check: it only warns, and it costs the most
     (five matchers built, every example matched), so the serving path skips it. ``complete=False`` says
     some files did not load: the checks that need every intent and passage (unused passages, test
-    sentences naming intents) are left out rather than report what the missing files hold.
+    sentences naming intents) are left out rather than report what the missing files hold. With ``vectors``
+    the near-collision check matches by meaning too, as the bot does.
     """
     tests_dir = root / TESTS_DIR if tests_dir is None else tests_dir
     article, problems = read_article(root)
@@ -405,7 +422,7 @@ def lint(
         problems += unused_passages(catalog)
     problems += duplicate_examples(catalog)
     if collisions:
-        problems += near_collisions(catalog)
+        problems += near_collisions(catalog, vectors=vectors)
     if complete:
         problems += sentence_coverage(catalog, sentences, tests_dir)
     if article is not None:

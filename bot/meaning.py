@@ -196,6 +196,23 @@ class _Remembering:
         return np.array([self._seen[text] for text in texts])
 
 
+class _Examples:
+    """An encoder for the content's own examples read as messages: their vectors come from, and stay in, ``vectors``."""
+
+    def __init__(self, vectors: Vectors) -> None:
+        self.vectors = vectors
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self.vectors.of(texts)
+
+
+def examples_index(vectors: Vectors, intents: Iterable[tuple[str, Sequence[str]]]) -> MeaningIndex:
+    """An index that reads examples as messages (``python -m bot check``): each embedded once, never people's words."""
+    index = MeaningIndex(vectors, intents)
+    index.encoder = _Examples(vectors)
+    return index
+
+
 @dataclass(frozen=True)
 class Nearest:
     """An intent's nearest example to a message, and their cosine similarity."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from bot.content import load_catalog
 from bot.lint import LONG_PASSAGE, MAX_MESSAGE, check_content, lint
 from bot.matcher import Matcher, MatcherSettings
+from bot.meaning import vectors_for
 from tests.conftest import MINI_CONTENT, REPO
 
 Mini = Callable[..., Path]
@@ -211,6 +213,15 @@ def test_an_example_that_goes_to_another_intent_when_held_out_is_named_with_what
     [collision] = [problem for problem in found(root) if "held out" in problem]
     assert collision.startswith(f"{root}/intents/hello.yml:5: warning:")
     assert f"goes to 'miss' (score 88, from its keyword 'miss them' at {root}/intents/miss.yml:7)" in collision
+
+
+def test_with_meaning_on_a_near_collision_says_what_each_scorer_gave(mini_content: Mini) -> None:
+    root = mini_content({"intents/hello.yml": COLLIDING})
+    vectors = vectors_for(None)
+    assert vectors is not None, "the shipped model did not load"
+    [collision] = [str(p) for p in lint(load_catalog(root), root, vectors=vectors) if "held out" in p.message]
+    assert re.search(r"goes to 'miss' \(score \d+: fuzzy 88, meaning \d+, from its keyword 'miss them' at ", collision)
+    assert f"nearest in meaning its example 'why do I miss him so much' at {root}/intents/miss.yml:4)" in collision
 
 
 def test_an_example_its_own_intent_still_wins_is_not_reported(mini_content: Mini) -> None:
