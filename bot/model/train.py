@@ -26,7 +26,7 @@ from bot.model.corpus import LABELS, NONE, Item
 from bot.model.runtime import CARD, FILES, MAX_TOKENS, MODEL, TOKENIZER, CrisisModel, model_text
 
 SEED = 20261201
-VERSION = "crisis-minilm-6"
+VERSION = "crisis-minilm-10"
 """The name the escalation log and the card give this model; bump it with every retrain."""
 
 
@@ -45,7 +45,7 @@ class Recipe:
     """How many noisy copies (typos, run-together, buried in other talk) per crisis item, on average."""
     concern_false_alarms: float = 0.03
     """The largest share of held-out hard negatives allowed at or above the concern threshold."""
-    crisis_false_alarms: float = 0.01
+    crisis_false_alarms: float = 0.02
     """The largest share of held-out hard negatives allowed at or above the crisis threshold."""
     conversation_false_alarms: float = 0.01
     """The largest share of the questions in tests/conversations/ (never trained on) allowed the check-in."""
