@@ -142,7 +142,7 @@ def _threshold(negatives: np.ndarray, share: float) -> float:
 
 
 def _card_value(threshold: float) -> float:
-    """A threshold as the card keeps it (four decimals), rounded up: rounding down could let a score it must stay above reach it."""
+    """A threshold to four decimals, rounded up: rounded down, a score it must stay above could reach it."""
     return math.ceil(round(threshold * 10_000, 6)) / 10_000  # the round: 0.9561 * 10,000 is 9561.000000000002
 
 
