@@ -308,3 +308,12 @@ async def test_a_screen_whose_thread_has_stopped_still_screens_on_the_caller() -
     with pytest.raises(RuntimeError):
         await screen.prepare_apart(["he took my keys"])
     assert screen.detect("I want to die").level.rank >= Level.CRISIS.rank
+
+
+def test_a_threshold_goes_on_the_card_rounded_up_so_the_score_it_must_stay_above_stays_below() -> None:
+    from bot.model.train import _card_value, _threshold
+
+    question = np.float32(0.9560281)  # a question's score that crisis-minilm-10's rounded-down threshold let reach it
+    kept = _card_value(_threshold(np.array([question]), 0.0))
+    assert kept == 0.9561 and question < kept
+    assert _card_value(0.95) == 0.95

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import re
 import shutil
@@ -138,6 +139,11 @@ def _threshold(negatives: np.ndarray, share: float) -> float:
     allowed = int(share * len(ordered))
     above = ordered[allowed] if allowed < len(ordered) else 0.0
     return float(max(0.5, np.nextafter(np.float32(above), np.float32(1))))
+
+
+def _card_value(threshold: float) -> float:
+    """A threshold to four decimals, rounded up: rounded down, a score it must stay above could reach it."""
+    return math.ceil(round(threshold * 10_000, 6)) / 10_000  # the round: 0.9561 * 10,000 is 9561.000000000002
 
 
 def train(root: Path, out: Path = FILES, recipe: Recipe = Recipe(), say: Callable[[str], None] = print) -> dict:
@@ -287,8 +293,9 @@ def _calibrate(
         _threshold(negatives, recipe.crisis_false_alarms),
         _threshold(questions, recipe.conversation_crisis_replies),
     )
+    concern, crisis = _card_value(concern), _card_value(crisis)
     held_scores = _scores(quantised, [item.text for item in positives])
-    card["thresholds"] = {"concern": round(concern, 4), "crisis": round(crisis, 4), "others": 0.35}
+    card["thresholds"] = {"concern": concern, "crisis": crisis, "others": 0.35}
     card["held_out"] = {
         "items": len(held),
         "recall_concern": round(float((held_scores >= concern).mean()), 4),
