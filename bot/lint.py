@@ -235,10 +235,10 @@ def near_collisions(
                     continue
                 other = catalog.intents[found.intent]
                 top = found.candidates[0]
-                what, line = _source(other, top.nearest if top.example.startswith("meaning: ") else top.example)
+                what, line = _source(other, top.example)
                 source = f"its {what} at {other.path}:{line}"
                 scorers = "" if top.meaning is None else f": fuzzy {top.fuzzy:.0f}, meaning {top.meaning:.0f}"
-                if top.nearest and not top.example.startswith("meaning: ") and top.nearest != top.example:
+                if top.nearest and top.nearest != top.example.removeprefix("meaning: "):
                     near, near_line = _source(other, top.nearest)
                     source += f", and nearest in meaning its {near} at {other.path}:{near_line}"
                 yield _warning(
@@ -252,7 +252,8 @@ def near_collisions(
 
 
 def _source(intent: Intent, example: str) -> tuple[str, int]:
-    """What a matcher candidate names (an example, or ``keyword: ...``) and its line in the intent's file."""
+    """What a matcher candidate names (an example, ``keyword: ...`` or ``meaning: ...``) and its line in the file."""
+    example = example.removeprefix("meaning: ")  # only the meaning scorer found the intent: its nearest example
     if example.startswith("keyword: "):
         keyword, line = _item_lines(intent.path, "keywords").get(example.removeprefix("keyword: "), (example, 0))
         return f"keyword {keyword!r}", line or intent.line
