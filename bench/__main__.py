@@ -171,7 +171,7 @@ def _table(info: dict[str, object], results: list[dict[str, object]]) -> str:
     for row in results:
         best, median = row["best"], row["median"]
         target = row["target_p99_ms"]
-        verdict = "-" if target is None else f"p99 < {target} ms: {'met' if row['target_met'] else 'MISSED'}"
+        verdict = "-" if target is None else f"p99 <= {target:g} ms: {'met' if row['target_met'] else 'MISSED'}"
         lines.append(
             f"x{row['factor']:<5} {row['intents']:>7} {row['examples']:>8} {row['load_seconds']:>6.2f} |"
             f" {best['p50_ms']:>6.3f}/{median['p50_ms']:<6.3f} {best['p99_ms']:>6.3f}/{median['p99_ms']:<6.3f}"

@@ -21,8 +21,8 @@ from bot.models import Incoming
 from bot.store.sqlite import SqliteStore
 
 SECRET = b"benchmark-secret-0123456789"
-TARGETS_MS = {1: 2.0, 100: 10.0}
-"""Engine p99 targets per message, by catalogue size factor."""
+TARGETS_MS = {1: 10.0, 100: 10.0}
+"""Engine p99 targets per message, by catalogue size factor (issues 10 and 11: at most 10 ms with the model on)."""
 
 
 def percentile(sorted_values: list[float], share: float) -> float:
@@ -81,7 +81,7 @@ class Scale:
             "best": {name: round(self.best(name), 3) for name in measures},
             "median": {name: round(self.median(name), 3) for name in measures},
             "target_p99_ms": target,
-            "target_met": None if target is None else self.best("p99_ms") < target,
+            "target_met": None if target is None else self.best("p99_ms") <= target,
             "outcomes": self.runs[0].outcomes if self.runs else {},
             "best_p99_ms_by_kind": {
                 kind: min(run.p99_ms_by_kind[kind] for run in self.runs) for kind in self.runs[0].p99_ms_by_kind
