@@ -121,9 +121,9 @@ COMMON_SHARE = 0.5
 class MatcherSettings:
     """Thresholds that decide between an answer and an honest fallback."""
 
-    threshold: float = 66.0
+    threshold: float = 69.0
     """The best intent must score at least this (0-100)."""
-    margin: float = 2.0
+    margin: float = 0.0
     """The best intent must beat a different runner-up by more than this."""
     keyword_score: float = 88.0
     """The score an intent gets when one of its keyword phrases is in the message."""

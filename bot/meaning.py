@@ -45,7 +45,7 @@ SHIPPED = "example-vectors.npz"
 class MeaningSettings:
     """How the nearest example's cosine similarity becomes a score, and its share beside rapidfuzz's."""
 
-    weight: float = 0.5
+    weight: float = 0.55
     """An intent's score is this share of its meaning score, the rest its fuzzy score."""
     floor: float = 0.0
     """The cosine similarity to the nearest example that counts as a meaning score of 0."""
