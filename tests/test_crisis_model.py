@@ -319,3 +319,18 @@ def test_a_threshold_goes_on_the_card_rounded_up_so_the_score_it_must_stay_above
     kept = _card_value(_threshold(np.array([question]), 0.0))
     assert kept == 0.9561 and question < kept
     assert _card_value(0.95) == 0.95
+
+
+def test_a_concern_only_category_never_holds_the_crisis_threshold_up() -> None:
+    # crisis-minilm-11's first calibration held its crisis threshold above a conversation question the model reads
+    # as hopelessness, which the screen answers with the check-in however high it scores
+    from bot.model.train import _scored, _threshold
+
+    model = CrisisModel()
+    hopeless, wanting = "everything is pointless and it will never get better", "i want to kill myself tonight"
+    scores, replying = _scored(model, [hopeless, wanting])
+    assert [a.category for a in model.assess([hopeless, wanting])] == ["hopelessness", "suicidal"]
+    assert scores[0] > 0.99 and replying[0] == 0.0 and replying[1] == scores[1] > 0.99
+    assert _threshold(replying[:1], 0.0) == 0.5  # the lowest a threshold goes: the question holds nothing up
+    decided = model.detect([hopeless])[0]
+    assert decided is not None and decided.level is Level.CONCERN  # as the screen decides it

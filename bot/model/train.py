@@ -24,7 +24,16 @@ import numpy as np
 
 from bot.model import corpus, export
 from bot.model.corpus import LABELS, NONE, Item
-from bot.model.runtime import CARD, FILES, MAX_TOKENS, MODEL, TOKENIZER, CrisisModel, model_text
+from bot.model.runtime import (
+    CARD,
+    CONCERN_CATEGORIES,
+    FILES,
+    MAX_TOKENS,
+    MODEL,
+    TOKENIZER,
+    CrisisModel,
+    model_text,
+)
 
 SEED = 20261201
 VERSION = "crisis-minilm-10"
@@ -272,6 +281,18 @@ def _scores(model: CrisisModel, texts: Sequence[str]) -> np.ndarray:
     )
 
 
+def _scored(model: CrisisModel, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's crisis score, and the score that can bring the crisis reply: 0 where the category is concern-only.
+
+    The screen gives a category of ``CONCERN_CATEGORIES`` the gentle check-in however high its score, so such a
+    text can never get the crisis reply and must not hold the crisis threshold up.
+    """
+    found = [a for at in range(0, len(texts), 64) for a in model.assess(list(texts[at : at + 64]))]
+    scores = np.array([a.score for a in found], dtype=np.float32)
+    concern_only = np.array([a.category in CONCERN_CATEGORIES for a in found], dtype=bool)
+    return scores, np.where(concern_only, np.float32(0.0), scores)
+
+
 def _calibrate(
     out: Path, full: Path, held: list[Item], items: list[Item], asked: list[Item], recipe: Recipe, card: dict, say
 ) -> dict:
@@ -279,29 +300,30 @@ def _calibrate(
 
     The concern threshold holds both the held-out share's false alarms and those of ``asked`` (people's questions
     to the bot, none a crisis) to the recipe's shares; the crisis threshold likewise, so that no question of
-    ``asked`` gets the crisis reply.
+    ``asked`` gets the crisis reply. The crisis threshold and the card's crisis figures count only the scores
+    that can bring the crisis reply (``_scored``).
     """
     quantised = CrisisModel(out)
-    negatives = np.array(_scores(quantised, [item.text for item in held if item.label == NONE]))
+    negatives, negatives_replying = _scored(quantised, [item.text for item in held if item.label == NONE])
     positives = [item for item in held if item.label != NONE]
-    questions = _scores(quantised, [item.text for item in asked])
+    questions, questions_replying = _scored(quantised, [item.text for item in asked])
     concern = max(
         _threshold(negatives, recipe.concern_false_alarms), _threshold(questions, recipe.conversation_false_alarms)
     )
     crisis = max(
         concern,
-        _threshold(negatives, recipe.crisis_false_alarms),
-        _threshold(questions, recipe.conversation_crisis_replies),
+        _threshold(negatives_replying, recipe.crisis_false_alarms),
+        _threshold(questions_replying, recipe.conversation_crisis_replies),
     )
     concern, crisis = _card_value(concern), _card_value(crisis)
-    held_scores = _scores(quantised, [item.text for item in positives])
+    held_scores, held_replying = _scored(quantised, [item.text for item in positives])
     card["thresholds"] = {"concern": concern, "crisis": crisis, "others": 0.35}
     card["held_out"] = {
         "items": len(held),
         "recall_concern": round(float((held_scores >= concern).mean()), 4),
-        "recall_crisis": round(float((held_scores >= crisis).mean()), 4),
+        "recall_crisis": round(float((held_replying >= crisis).mean()), 4),
         "false_alarms_concern": round(float((negatives >= concern).mean()), 4),
-        "false_alarms_crisis": round(float((negatives >= crisis).mean()), 4),
+        "false_alarms_crisis": round(float((negatives_replying >= crisis).mean()), 4),
         "conversations": len(questions),
         "conversation_false_alarms_concern": round(float((questions >= concern).mean()), 4),
     }
