@@ -21,3 +21,12 @@ def kill_left_running() -> list[int]:
                 killed.append(process.pid)
     STARTED.clear()
     return killed
+
+
+def ctrl_c_works() -> None:
+    """``preexec_fn`` for a process a test stops with Ctrl-C: SIGINT's default action, whatever the suite inherited.
+
+    A suite a script starts in the background (``make test &``) inherits SIGINT ignored, and so would each process
+    it starts; the operator's terminal these tests stand for never ignores it.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

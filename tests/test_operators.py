@@ -21,6 +21,7 @@ from bot.operators import parse_since
 from bot.spool import Spool
 from bot.store.sqlite import SqliteStore
 from tests.conftest import REPO
+from tests.processes import ctrl_c_works
 
 NOW = time.time()
 HOUR = 3600.0
@@ -235,6 +236,7 @@ def start_tail(log: Path, *options: str) -> subprocess.Popen[bytes]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=REPO,
+        preexec_fn=ctrl_c_works,
     )
 
 

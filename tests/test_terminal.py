@@ -16,6 +16,7 @@ import pytest
 from bot.adapters.terminal import FAREWELL, PROMPT, WELCOME, render
 from bot.models import Reply, Suggestion
 from tests.conftest import REPO
+from tests.processes import ctrl_c_works
 
 
 class Terminal:
@@ -25,7 +26,13 @@ class Terminal:
         self.master, slave = pty.openpty()
         env = {**os.environ, "UNHOOKED_DB": str(tmp_path / "bot.sqlite3"), "COLUMNS": "100"}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "bot", "chat"], stdin=slave, stdout=slave, stderr=slave, cwd=REPO, env=env
+            [sys.executable, "-m", "bot", "chat"],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=REPO,
+            env=env,
+            preexec_fn=ctrl_c_works,
         )
         os.close(slave)
         self.seen = ""
