@@ -467,8 +467,8 @@ class FakeBotApi:
                 self._holding[method] -= 1
             else:
                 await self._wait_held()
-                if request.match_info["token"] != self.token:  # revoked while it waited
-                    raise ApiError(401, "Unauthorized")
+        if request.match_info["token"] != self.token:  # revoked while it waited (held, or behind a fault)
+            raise ApiError(401, "Unauthorized")
         handler = getattr(self, f"_api_{method}", None)
         if handler is None:
             raise ApiError(404, "Not Found")
