@@ -275,12 +275,6 @@ class _Net:
         return self.head(export.mean_pool(hidden, mask))
 
 
-def _scores(model: CrisisModel, texts: Sequence[str]) -> np.ndarray:
-    return np.concatenate(
-        [1.0 - model.probabilities(list(texts[at : at + 64]))[:, 0] for at in range(0, len(texts), 64)]
-    )
-
-
 def _scored(model: CrisisModel, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Each text's crisis score, and the score that can bring the crisis reply: 0 where the category is concern-only.
 
@@ -328,7 +322,7 @@ def _calibrate(
         "conversation_false_alarms_concern": round(float((questions >= concern).mean()), 4),
     }
     texts = [item.text for item in items]
-    shipped = _scores(quantised, texts)
+    shipped = _scored(quantised, texts)[0]
     full_scores = _full_precision_scores(full, out, texts)
     bands = np.digitize(shipped, [concern, crisis]), np.digitize(full_scores, [concern, crisis])
     card["quantisation_check"] = {
@@ -352,7 +346,7 @@ def _full_precision_scores(full: Path, out: Path, texts: Sequence[str]) -> np.nd
         card = json.loads((out / CARD).read_text(encoding="utf-8"))
         card["model_sha256"] = export.sha256_of(here / MODEL)
         (here / CARD).write_text(json.dumps(card), encoding="utf-8")
-        return _scores(CrisisModel(here), texts)
+        return _scored(CrisisModel(here), texts)[0]
 
 
 if __name__ == "__main__":
