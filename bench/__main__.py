@@ -210,10 +210,11 @@ def _telegram_table(info: dict[str, object], summary: dict[str, Any]) -> str:
             "",
             f"throughput: Unhooked/echo {verdict['throughput_ratio_median']:.2f} (median of paired runs;"
             f" target >= {targets['throughput_ratio']}): {'met' if met['throughput'] else 'MISSED'}",
-            f"memory:     Unhooked/echo {verdict['memory_ratio']:.2f} (target < {targets['memory_ratio']}):"
+            f"memory:     Unhooked peak {summary['bots']['unhooked']['peak_rss_mb']:.1f} MB,"
+            f" {verdict['memory_ratio']:.2f}x the echo bot's (target <= {targets['peak_rss_mb']:g} MB):"
             f" {'met' if met['memory'] else 'MISSED'}",
             f"start-up:   {verdict['startup_seconds']:.2f} s to the first reply (target < "
-            f"{targets['startup_seconds']} s): {'met' if met['startup'] else 'MISSED'}",
+            f"{targets['startup_seconds']:g} s): {'met' if met['startup'] else 'MISSED'}",
             f"delivery:   Unhooked: {'no reply lost, duplicated or reordered' if met['delivery'] else 'PROBLEMS'}"
             f" {summary['bots']['unhooked']['delivery']}",
             f"            echo bot: {summary['bots']['echo']['delivery']} (people whose replies came out of order:"
