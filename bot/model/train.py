@@ -36,7 +36,7 @@ from bot.model.runtime import (
 )
 
 SEED = 20261201
-VERSION = "crisis-minilm-11"
+VERSION = "crisis-minilm-12"
 """The name the escalation log and the card give this model; bump it with every retrain."""
 
 
