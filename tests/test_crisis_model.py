@@ -20,7 +20,7 @@ from bot.errors import ConfigError
 from bot.health import Faults
 from bot.lexicon import Rule
 from bot.model import corpus
-from bot.model.runtime import CALL_TOKENS, CARD, FILES, CrisisModel, ModelError, model_text
+from bot.model.runtime import CALL_TOKENS, CARD, FILES, OUTPUTS, CrisisModel, ModelError, has_wants, inputs, model_text
 from bot.model.runtime import MODEL as MODEL_FILE
 from bot.models import Level, Track
 from bot.service import running_service
@@ -119,6 +119,18 @@ def test_scores_do_not_depend_on_the_other_messages_in_a_batch(model: CrisisMode
     together = model.probabilities(texts)
     apart = np.array([model.probabilities([text])[0] for text in texts])
     assert np.abs(together - apart).max() < 1e-4
+
+
+def test_a_head_not_wanted_is_not_run_and_the_one_wanted_reads_as_with_both(model: CrisisModel) -> None:
+    session = model._session
+    windows = [model._windows(text)[0] for text in ("why do i miss him", "he is outside with a knife")]
+    both, probs, topic = (
+        session.run(list(OUTPUTS), inputs(windows, want)) for want in ((True, True), (True, False), (False, True))
+    )
+    assert has_wants(session)
+    assert both[0].shape == (2, len(corpus.LABELS)) and both[1].shape == (2, 384)
+    assert np.array_equal(probs[0], both[0]) and probs[1].size == 0  # the topic layers did not run
+    assert np.array_equal(topic[1], both[1]) and topic[0].size == 0  # nor the crisis head
 
 
 def _copy_model(tmp_path: Path) -> Path:

@@ -22,11 +22,24 @@ from pathlib import Path
 import numpy as np
 
 from bot.model import corpus
-from bot.model.runtime import CARD, MODEL, OUTPUTS, TOKENIZER, Card, CrisisModel, inputs, open_session
+from bot.model.runtime import (
+    CARD,
+    MODEL,
+    OUTPUTS,
+    TOKENIZER,
+    WANTS,
+    Card,
+    CrisisModel,
+    has_wants,
+    inputs,
+    open_session,
+)
 
 TOPIC = "topic"
 """The module (and ONNX name prefix) of the base model's upper layers, the topic branch."""
 REBUILD = "python -m bot safety rebuild"
+HEADS = "each head behind an If on its flag (want_probs, want_topic): a head not wanted is not run"
+"""What the card says about ``branch_heads``."""
 PROBABILITY_TOLERANCE = 1e-4
 """The most a rebuild may move any probability of any window; no decision may change at all."""
 
@@ -159,8 +172,61 @@ def quantise(full: Path, path: Path) -> None:
         raise RuntimeError("the exported graph has no word-embedding Gather or MatMul weights to store smaller")
     for offset, cast in enumerate(first):
         graph.node.insert(offset, cast)
+    branch_heads(model)
     onnx.checker.check_model(model)
     onnx.save(model, str(path))
+
+
+def branch_heads(model: object) -> None:
+    """Put each output's own nodes behind an ``If`` on its flag (``WANTS``), so that a head not wanted is not run.
+
+    ONNX Runtime runs the whole graph whatever outputs are asked for; an ``If`` runs only the branch its flag
+    picks, and the other branch gives an empty output. The nodes both outputs need, and those that only turn
+    stored weights into float32 (folded once at load), stay outside. The arithmetic is unchanged: every output
+    is bit for bit what the graph gave before.
+    """
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = model.graph  # type: ignore[attr-defined]
+    nodes = list(graph.node)
+    made_by = {name: at for at, node in enumerate(nodes) for name in node.output}
+    constant = {tensor.name for tensor in graph.initializer}
+    for node in nodes:
+        if all(name in constant or not name for name in node.input):
+            constant.update(node.output)
+
+    def needed(name: str) -> set[int]:
+        found, waiting = set(), [name]
+        while waiting:
+            at = made_by.get(waiting.pop())
+            if at is not None and at not in found:
+                found.add(at)
+                waiting.extend(nodes[at].input)
+        return found
+
+    outputs = [next(output for output in graph.output if output.name == name) for name in OUTPUTS]
+    reach = [needed(output.name) for output in outputs]
+    heads = [
+        [at for at in sorted(mine - other) if not set(nodes[at].output) <= constant]
+        for mine, other in ((reach[0], reach[1]), (reach[1], reach[0]))
+    ]
+    moved = {at for head in heads for at in head}
+    value = helper.make_tensor_value_info
+    kept = [node for at, node in enumerate(nodes) if at not in moved]
+    branches = []
+    for output, head, flag in zip(outputs, heads, WANTS, strict=True):
+        kind, width = output.type.tensor_type.elem_type, output.type.tensor_type.shape.dim[1].dim_value
+        inner, empty = f"{output.name}_head", f"{output.name}_skipped"
+        for at in head:
+            nodes[at].output[:] = [inner if name == output.name else name for name in nodes[at].output]
+        nothing = numpy_helper.from_array(np.zeros((0, width), dtype=np.float32), empty)
+        skip = [helper.make_node("Constant", [], [empty], value=nothing)]
+        run = helper.make_graph([nodes[at] for at in head], f"{output.name}_run", [], [value(inner, kind, None)])
+        otherwise = helper.make_graph(skip, f"{output.name}_skip", [], [value(empty, kind, None)])
+        branches.append(helper.make_node("If", [flag], [output.name], then_branch=run, else_branch=otherwise))
+        graph.input.append(value(flag, TensorProto.BOOL, []))
+    del graph.node[:]
+    graph.node.extend(kept + branches)
 
 
 def topic_card(frozen: int) -> dict[str, object]:
@@ -237,7 +303,7 @@ def rebuild(root: Path, out: Path, say: Callable[[str], None] = print) -> dict:
         export(two_branch(encoder, head.eval(), frozen), AutoTokenizer.from_pretrained(base_folder()), here / "full")
         quantise(here / "full", here / MODEL)
         shutil.copy(out / TOKENIZER, here / TOKENIZER)
-        raw.update(model_sha256=sha256_of(here / MODEL), topic=topic_card(frozen))
+        raw.update(model_sha256=sha256_of(here / MODEL), topic=topic_card(frozen), heads=HEADS)
         (here / CARD).write_text(json.dumps(raw), encoding="utf-8")
         after, texts = CrisisModel(here), [item.text for item in corpus.training(root)]
         check = compare(open_session(blob), after, card, texts)
@@ -258,15 +324,20 @@ def rebuild(root: Path, out: Path, say: Callable[[str], None] = print) -> dict:
     return raw
 
 
+def _feed(session: object, windows: list[list[int]]) -> dict[str, np.ndarray]:
+    """Inputs for both outputs of ``session``'s graph, with the flags if it has them (the full export has none)."""
+    return inputs(windows, (True, True) if has_wants(session) else None)
+
+
 def topic_check(full: Path, model: CrisisModel, texts: list[str]) -> dict[str, object]:
     """How far quantisation moved the topic embedding: the lowest cosine to full precision over ``texts``."""
     session = open_session(full)
     windows = sorted((model._windows(text)[0] for text in texts), key=len)  # like lengths together pad little
     lowest = 1.0
     for start in range(0, len(windows), 64):
-        feed = inputs(windows[start : start + 64])
-        exact = session.run([OUTPUTS[1]], feed)[0]  # type: ignore[attr-defined]
-        stored = model._session.run([OUTPUTS[1]], feed)[0]  # type: ignore[attr-defined]
+        chunk = windows[start : start + 64]
+        exact = session.run([OUTPUTS[1]], _feed(session, chunk))[0]  # type: ignore[attr-defined]
+        stored = model._session.run([OUTPUTS[1]], _feed(model._session, chunk))[0]  # type: ignore[attr-defined]
         lowest = min(lowest, float((exact * stored).sum(1).min()))
     return {"texts": len(texts), "lowest_cosine_to_full_precision": round(lowest, 4)}
 
@@ -280,9 +351,9 @@ def compare(before: object, after: CrisisModel, card: Card, texts: list[str]) ->
     bands = [card.concern, card.crisis]
     largest, changed = 0.0, 0
     for start in range(0, len(windows), 64):
-        feed = inputs(windows[start : start + 64])
-        old = before.run([OUTPUTS[0]], feed)[0]  # type: ignore[attr-defined]
-        new = after._session.run([OUTPUTS[0]], feed)[0]  # type: ignore[attr-defined]
+        chunk = windows[start : start + 64]
+        old = before.run([OUTPUTS[0]], _feed(before, chunk))[0]  # type: ignore[attr-defined]
+        new = after._session.run([OUTPUTS[0]], _feed(after._session, chunk))[0]  # type: ignore[attr-defined]
         largest = max(largest, float(np.abs(old - new).max()))
         same_band = np.digitize(1 - old[:, 0], bands) == np.digitize(1 - new[:, 0], bands)
         changed += int((~same_band | (old[:, 1:].argmax(1) != new[:, 1:].argmax(1))).sum())

