@@ -87,6 +87,17 @@ def test_the_topic_embedding_is_stored_close_to_full_precision_and_a_rebuild_cha
     assert rebuilt["decisions_changed"] == 0 and rebuilt["largest_probability_change"] <= 1e-4
 
 
+def test_a_rebuild_finds_every_tuned_weight_and_the_head_inside_the_head_branches() -> None:
+    from bot.model.export import crisis_weights
+
+    weights = crisis_weights(FILES / MODEL_FILE)
+    frozen = CARD_DATA["recipe"]["frozen_layers"]
+    layers = [int(name.split(".")[3]) for name in weights if name.startswith("encoder.encoder.layer.")]
+    tuned = [layer for layer in layers if layer >= frozen]
+    assert len(tuned) == 16 * (6 - frozen)
+    assert weights["head.weight"].shape == (len(CARD_DATA["labels"]), 384) and weights["head.bias"].any()
+
+
 def test_a_model_from_before_the_topic_embedding_is_refused_with_a_sentence(tmp_path: Path) -> None:
     folder = _copy_model(tmp_path)
     blob = (folder / MODEL_FILE).read_bytes().replace(b"topic", b"topix")  # same length: still a valid graph

@@ -240,12 +240,24 @@ def topic_card(frozen: int) -> dict[str, object]:
     }
 
 
+def every_node(graph: object) -> list[object]:
+    """The graph's nodes and those of the branches inside it (``branch_heads``), in order."""
+    found = []
+    for node in graph.node:  # type: ignore[attr-defined]
+        found.append(node)
+        for attribute in node.attribute:
+            if attribute.HasField("g"):
+                found += every_node(attribute.g)
+    return found
+
+
 def parameter_names(graph: object) -> dict[str, str]:
     """Each weight MatMul node's PyTorch parameter, named after the bias its output is added to."""
-    producer = {node.output[0]: node for node in graph.node}  # type: ignore[attr-defined]
+    nodes = every_node(graph)
+    producer = {node.output[0]: node for node in nodes}  # type: ignore[attr-defined]
     initial = {tensor.name for tensor in graph.initializer}  # type: ignore[attr-defined]
     names = {}
-    for node in graph.node:  # type: ignore[attr-defined]
+    for node in nodes:
         if node.op_type != "Add" or len(node.input) != 2:
             continue
         bias = next((name for name in node.input if name in initial and name.endswith(".bias")), None)
@@ -262,10 +274,11 @@ def crisis_weights(path: Path) -> dict[str, np.ndarray]:
 
     graph = onnx.load(str(path)).graph
     initial = {tensor.name: numpy_helper.to_array(tensor) for tensor in graph.initializer}
-    made = {node.output[0]: node for node in graph.node}
+    nodes = every_node(graph)
+    made = {node.output[0]: node for node in nodes}  # type: ignore[attr-defined]
     names = parameter_names(graph)
     found = {name: table for name, table in initial.items() if name.startswith(("encoder.", "head."))}
-    for node in graph.node:
+    for node in nodes:
         source = made.get(node.input[1]) if node.op_type == "MatMul" and len(node.input) > 1 else None
         if source is not None and source.op_type == "Cast" and source.input[0].endswith("_fp16"):
             found[names[node.name]] = initial[source.input[0]].astype(np.float32).T
