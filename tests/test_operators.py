@@ -26,6 +26,8 @@ from tests.processes import ctrl_c_works
 NOW = time.time()
 HOUR = 3600.0
 DAY = 24 * HOUR
+RECENT = min(1.0, NOW % DAY / HOUR / 3)
+"""Hours ago for today's escalations: within today's UTC day even when the suite runs just after midnight."""
 
 
 def escalation(escalation_id: str, hours_ago: float, **changes) -> Escalation:
@@ -52,13 +54,13 @@ async def log(tmp_path: Path) -> Path:
                 escalation("aaaaaa111111" + "0" * 20, 72),
                 escalation(
                     "bbbbbb222222" + "0" * 20,
-                    2,
+                    2 * RECENT,
                     level=Level.IMMINENT,
                     category="partner_danger",
                     rule="partner.strangled",
                     resources=("emergency", "dv_hotline", "lifeline", "outside_us"),
                 ),
-                escalation("cccccc333333" + "0" * 20, 1, excerpt="I want to die, my name is [name]"),
+                escalation("cccccc333333" + "0" * 20, RECENT, excerpt="I want to die, my name is [name]"),
             ]
         )
         await store.add_counts({(time.strftime("%Y-%m-%d", time.gmtime(NOW)), "concerns"): 2})
