@@ -2,6 +2,10 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Where `make train` and `make rebuild` look for PyTorch's CPU build; empty (TORCH_INDEX=) when a local wheel or
+# the registries already carry it, so pip does not retry an index this machine cannot reach.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_FROM := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 
 .PHONY: chat test run check lint format train rebuild vectors clean
 
@@ -39,11 +43,11 @@ test: lint  ## lint, then the whole test suite on two workers (pytest-xdist)
 	$(BIN)/python -m pytest -n 2
 
 train: $(VENV)/.runtime  ## retrain the learned crisis screen (PyTorch's CPU build; about 30 minutes on two cores)
-	$(BIN)/python -m pip install --quiet -e '.[train]' --extra-index-url https://download.pytorch.org/whl/cpu
+	$(BIN)/python -m pip install --quiet -e '.[train]' $(TORCH_FROM)
 	$(BIN)/python -m bot safety train
 
 rebuild: $(VENV)/.runtime  ## remake the model file from its shipped weights (no retraining), then its vectors
-	$(BIN)/python -m pip install --quiet -e '.[train]' --extra-index-url https://download.pytorch.org/whl/cpu
+	$(BIN)/python -m pip install --quiet -e '.[train]' $(TORCH_FROM)
 	$(BIN)/python -m bot safety rebuild
 	$(BIN)/python -m bot safety vectors
 
