@@ -25,6 +25,12 @@ REBUILD_EXAMPLES = """examples:
 No retraining: the shipped crisis layers and head are read back from crisis.onnx, the base model's own
 upper layers added as the topic branch, and the file is written only if every window of the corpus gets
 the same crisis probabilities as before. Then run `python -m bot safety vectors`."""
+DEDUPE_EXAMPLES = """examples:
+  python -m bot safety dedupe ~/drafts/drivers_1.yaml --out safety/corpus/next/
+
+Drops unread, and counts by reason, every item within 90% (rapidfuzz's ratio, on lower-cased letters and digits)
+of a training item, of a set in safety/corpus/next/ or of an earlier item of the same file, or within 85% of a
+blind-set message or a sentence in tests/conversations/. Prints counts only, never a message."""
 VECTORS_EXAMPLES = """examples:
   python -m bot safety vectors              # after editing intents' examples (make vectors does it)
 
@@ -32,7 +38,7 @@ Starts read these vectors instead of embedding every example again (seconds of C
 
 
 def register(commands: Any) -> None:
-    """Add ``safety eval``, ``safety train`` and ``safety vectors`` to the command line."""
+    """Add ``safety eval``, ``train``, ``rebuild``, ``dedupe`` and ``vectors`` to the command line."""
     safety = subcommand(
         commands, "safety", "The crisis screen: evaluate it on the blind sets, or retrain its model.", EVAL_EXAMPLES
     )
@@ -57,6 +63,13 @@ def register(commands: Any) -> None:
     rebuild.add_argument("--root", type=Path, default=Path.cwd(), help=root_help)
     rebuild.add_argument("--out", type=Path, help="the model folder to remake (default: the package's)")
     rebuild.set_defaults(handler=_rebuild)
+    dedupe = subcommand(
+        verbs, "dedupe", "Drop a new set's near-duplicates unread before it joins safety/corpus/.", DEDUPE_EXAMPLES
+    )
+    dedupe.add_argument("files", nargs="+", type=Path, metavar="FILE", help="new sets: lists of {label, text} items")
+    dedupe.add_argument("--out", type=Path, required=True, help="the folder to write the kept items to")
+    dedupe.add_argument("--root", type=Path, default=Path.cwd(), help=root_help)
+    dedupe.set_defaults(handler=_dedupe)
     vectors = subcommand(
         verbs,
         "vectors",
@@ -120,6 +133,22 @@ def _rebuild(args: argparse.Namespace) -> int:
 
     card = export.rebuild(_root(args.root), args.out or FILES, say=lambda line: print(line, flush=True))
     print(f"wrote {card['version']} (sha256 {card['model_sha256']}); now run `python -m bot safety vectors`")
+    return 0
+
+
+def _dedupe(args: argparse.Namespace) -> int:
+    from bot.model import nearby
+    from bot.model.corpus import CorpusError
+
+    root = _root(args.root)
+    if not args.out.is_dir():
+        raise BotError(f"--out {args.out} is not a folder; create it or name the folder the kept items go to")
+    try:
+        results = nearby.filter_files(root, args.files)
+    except CorpusError as error:
+        raise BotError(str(error)) from None
+    for result in results:
+        print(f"{result.summary()}; wrote {nearby.write(result, args.out)}")
     return 0
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bot import safety_eval
 from bot.crisis import CrisisScreen
@@ -110,3 +111,53 @@ def test_outside_a_clone_the_command_says_what_to_point_it_at(tmp_path: Path) ->
         [sys.executable, "-m", "bot", "safety", "eval", "--root", str(tmp_path)], capture_output=True, text=True
     )
     assert done.returncode == 1 and "has no tests/safety/blind/" in done.stderr and "--root" in done.stderr
+
+
+def _dedupe(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bot", "safety", "dedupe", *args, "--root", str(root)], capture_output=True, text=True
+    )
+
+
+def test_dedupe_drops_near_duplicates_unread_by_reason_and_writes_the_rest(tmp_path: Path) -> None:
+    root = _small_root(tmp_path / "clone")
+    (root / "safety" / "corpus" / "walks_1.yaml").write_text(
+        '- {label: none, text: "i walked the dog by the river this morning"}\n', encoding="utf-8"
+    )
+    (root / "safety" / "corpus" / "next").mkdir()
+    (root / "safety" / "corpus" / "next" / "old_1.yaml").write_text(
+        '- {label: passive, text: "wish i could just sleep and never wake up again"}\n', encoding="utf-8"
+    )
+    drafts, out = tmp_path / "drafts", tmp_path / "out"
+    drafts.mkdir()
+    out.mkdir()
+    dropped = {
+        "I walked the dog by the river this morning!!": "none",  # a training item, once folded
+        "wish i could just sleep and never wake up again lol": "passive",  # an earlier round, at 96
+        "this heat is killing me today": "none",  # a blind message at 88.5: dropped at 85, kept at 90
+        "the bridge by the station is closed for repairs.": "none",  # the item before it in the same file
+    }
+    kept = {"the bridge by the station is closed for repairs": "none", "my sister is staying with me this week": "none"}
+    order = [*list(dropped)[:3], *kept, list(dropped)[3]]
+    labels = {**dropped, **kept}
+    (drafts / "new_1.yaml").write_text(
+        "".join(f"- {json.dumps({'label': labels[text], 'text': text})}\n" for text in order), encoding="utf-8"
+    )
+    done = _dedupe(root, str(drafts / "new_1.yaml"), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("new_1.yaml: 6 read, 2 kept; dropped: ")
+    for reason in ("near a training item or an earlier round", "near a blind", "near an earlier item of the same"):
+        assert reason in done.stdout
+    assert "2 near a training item or an earlier round" in done.stdout
+    assert not any(word in done.stdout for word in ("dog", "sleep", "heat", "bridge", "sister"))  # counts only
+    written = yaml.safe_load((out / "new_1.yaml").read_text(encoding="utf-8"))
+    assert written == [{"label": label, "text": text} for text, label in kept.items()]
+
+
+def test_dedupe_explains_a_missing_folder_and_an_unreadable_file(tmp_path: Path) -> None:
+    root = _small_root(tmp_path / "clone")
+    done = _dedupe(root, str(tmp_path / "new_1.yaml"), "--out", str(tmp_path / "nowhere"))
+    assert done.returncode == 1 and "--out" in done.stderr and "is not a folder" in done.stderr
+    (tmp_path / "new_1.yaml").write_text("- {text: no label here}\n", encoding="utf-8")
+    done = _dedupe(root, str(tmp_path / "new_1.yaml"), "--out", str(tmp_path))
+    assert done.returncode == 1 and "new_1.yaml: item 1 needs `text:` and `label:`" in done.stderr
