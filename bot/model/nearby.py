@@ -15,7 +15,7 @@ from bot.model import corpus
 from bot.model.corpus import Item
 
 TRAINED = 90.0
-"""Dropped this close (rapidfuzz's ratio, 0-100) to a training item, an earlier round's or its own set's."""
+"""A new item this close (rapidfuzz's ratio) to a training item, an earlier round's or its own file's is dropped."""
 HELD = 85.0
 """A new item this close to a blind-set message or a sentence in ``tests/conversations/`` is dropped."""
 
@@ -40,7 +40,7 @@ def _folded(items: Iterable[Item]) -> list[str]:
 
 
 def _near(text: str, pool: list[str], cutoff: float) -> bool:
-    return bool(pool) and process.extractOne(text, pool, scorer=fuzz.ratio, score_cutoff=cutoff) is not None
+    return process.extractOne(text, pool, scorer=fuzz.ratio, score_cutoff=cutoff) is not None
 
 
 def earlier_rounds(root: Path, leaving_out: Iterable[str] = ()) -> list[Item]:
